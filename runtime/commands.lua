@@ -1,0 +1,222 @@
+-- luaworker.commands: the operator commands (failed, retry, forget, flush, push,
+-- size, clear, restart), with Laravel's artisan wording where artisan has one.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local queue = require "luaworker.queue"
+local php = require "luaworker.php"
+
+local M = {}
+
+local function say(...)
+    io.stdout:write(...)
+    io.stdout:write("\n")
+end
+
+local function complain(...)
+    io.stderr:write("luaworker: ", ...)
+    io.stderr:write("\n")
+end
+
+local function queue_name(cli, config)
+    return cli.options.queue or config.default_queue
+end
+
+-- The job class of a failed record, as queue:failed shows it.
+local function class_of(payload)
+    local ok, decoded = pcall(cjson.decode, payload)
+    if not ok or type(decoded) ~= "table" then return "(not JSON)" end
+    if type(decoded.displayName) == "string" then return decoded.displayName end
+    local data = decoded.data
+    local command = type(data) == "table" and data.command
+    if type(command) == "string" then
+        local class = command:match('^O:%d+:"([^"]*)"')
+        if class then return class end
+    end
+    return tostring(decoded.job)
+end
+
+function M.failed()
+    local records = queue.failed_records()
+    if #records == 0 then
+        say("No failed jobs!")
+        return 0
+    end
+    local rows = { { "ID", "Connection", "Queue", "Class", "Failed At" } }
+    for _, r in ipairs(records) do
+        rows[#rows + 1] = { r.id, r.connection or "", r.queue or "", class_of(r.payload or ""),
+            r.failed_at or "" }
+    end
+    local widths = {}
+    for _, row in ipairs(rows) do
+        for i, cell in ipairs(row) do
+            widths[i] = math.max(widths[i] or 0, #cell)
+        end
+    end
+    local rule = {}
+    for i, w in ipairs(widths) do rule[i] = string.rep("-", w + 2) end
+    rule = "+" .. table.concat(rule, "+") .. "+"
+    say(rule)
+    for n, row in ipairs(rows) do
+        local cells = {}
+        for i, cell in ipairs(row) do cells[i] = " " .. cell .. string.rep(" ", widths[i] - #cell) .. " " end
+        say("|" .. table.concat(cells, "|") .. "|")
+        if n == 1 then say(rule) end
+    end
+    say(rule)
+    return 0
+end
+
+function M.retry(cli)
+    local ids = cli.args
+    if #ids == 1 and ids[1] == "all" then
+        ids = {}
+        for _, r in ipairs(queue.failed_records()) do
+            if not cli.options.queue or r.queue == cli.options.queue then ids[#ids + 1] = r.id end
+        end
+    end
+    local status = 0
+    for _, id in ipairs(ids) do
+        local record = queue.failed_record(id)
+        if not record then
+            complain("Unable to find failed job with ID [", id, "].")
+            status = 1
+        else
+            local ok, err = pcall(queue.retry, id, record.queue or "default", host.now())
+            if ok and err then
+                say("The failed job [", id, "] has been pushed back onto the queue!")
+            else
+                complain(tostring(err))
+                status = 1
+            end
+        end
+    end
+    return status
+end
+
+function M.forget(cli)
+    if queue.forget(cli.args[1]) then
+        say("Failed job deleted successfully!")
+        return 0
+    end
+    complain("No failed job matches the given ID.")
+    return 1
+end
+
+function M.flush()
+    queue.flush()
+    say("All failed jobs deleted successfully!")
+    return 0
+end
+
+-- JSON text of v, escaped as PHP's json_encode escapes it ('/' as '\/').
+local encode = cjson.new().encode
+
+-- The Queueable and InteractsWithQueue properties of a Laravel 8 job, in the order
+-- PHP's native serialization emits them after the class's own.
+local QUEUEABLE = { "job", "connection", "queue", "chainConnection", "chainQueue",
+    "chainCatchCallbacks", "delay", "afterCommit", "middleware", "chained" }
+
+local function nullable(v)
+    if v == nil then return "null" end
+    return encode(v)
+end
+
+-- Builds a Laravel 8.83 payload (field order as Queue::createPayloadArray emits it).
+local function payload_text(fields, data_text)
+    return table.concat({
+        '{"uuid":', encode(fields.uuid),
+        ',"displayName":', encode(fields.displayName),
+        ',"job":', encode(fields.job),
+        ',"maxTries":', nullable(fields.maxTries),
+        ',"maxExceptions":', nullable(fields.maxExceptions),
+        ',"failOnTimeout":false',
+        ',"backoff":', nullable(fields.backoff),
+        ',"timeout":', nullable(fields.timeout),
+        fields.string_job and "" or (',"retryUntil":' .. nullable(fields.retryUntil)),
+        ',"data":', data_text,
+        ',"id":', encode(fields.id),
+        ',"attempts":0}',
+    })
+end
+
+function M.push(cli, config)
+    local name, data_text = cli.args[1], cli.args[2]
+    local o = cli.options
+    local data = {}
+    if data_text then
+        local ok, decoded = pcall(cjson.decode, data_text)
+        if not ok or type(decoded) ~= "table" then
+            complain("push: json-data must be a JSON object or array, got: ", data_text)
+            return 2
+        end
+        data = decoded
+    end
+    local fields = {
+        uuid = host.uuid(), id = host.random_id(32),
+        maxTries = o.tries, maxExceptions = o.max_exceptions, timeout = o.timeout,
+        backoff = o.backoff, retryUntil = o.retry_until and host.now() + o.retry_until or nil,
+    }
+    local text
+    local class, method = name:match("^([^@]+)@(.*)$")
+    if class then
+        fields.displayName, fields.job, fields.string_job = class, name, true
+        text = payload_text(fields, data_text or "[]")
+    else
+        fields.displayName, fields.job = name, "Illuminate\\Queue\\CallQueuedHandler@call"
+        local keys = {}
+        for k in pairs(data) do
+            if type(k) ~= "string" then
+                complain("push: json-data for a job class must be a JSON object of properties")
+                return 2
+            end
+            keys[#keys + 1] = k
+        end
+        table.sort(keys)
+        local props = {}
+        for _, k in ipairs(keys) do props[k] = data[k] end
+        for _, k in ipairs(QUEUEABLE) do
+            keys[#keys + 1] = k
+            if k == "middleware" or k == "chained" then props[k] = {} else props[k] = php.null end
+        end
+        local command, err = php.serialize(php.object(name, props, keys))
+        if not command then
+            complain("push: cannot serialize the properties: ", err)
+            return 2
+        end
+        text = payload_text(fields, '{"commandName":' .. encode(name) .. ',"command":'
+            .. encode(command) .. "}")
+    end
+    local q = queue_name(cli, config)
+    if o.delay > 0 then
+        queue.later(q, host.now() + o.delay, text)
+    else
+        queue.push(q, text)
+    end
+    say(fields.id)
+    return 0
+end
+
+function M.size(cli, config)
+    local q = queue_name(cli, config)
+    local total, pending, delayed, reserved = queue.size(q)
+    say(string.format("%s: %d pending, %d delayed, %d reserved (%d in all)", q, pending, delayed,
+        reserved, total))
+    return 0
+end
+
+function M.clear(cli, config)
+    local q = queue_name(cli, config)
+    local n = queue.clear(q)
+    say(string.format("Cleared %d jobs from the [%s] queue", n, q))
+    return 0
+end
+
+function M.restart(_, config)
+    redis.call("cache", "SET", config.prefix .. config.cache_prefix .. "illuminate:queue:restart",
+        host.now())
+    say("Broadcasting queue restart signal.")
+    return 0
+end
+
+return M

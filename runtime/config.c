@@ -1,0 +1,246 @@
+#include "config.h"
+
+#include "dotenv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void env_assign(const char *key, const char *value, void *data)
+{
+    (void)data;
+    setenv(key, value, 0);
+}
+
+static const char *env_lookup(const char *name, void *data)
+{
+    (void)data;
+    return getenv(name);
+}
+
+static int load_env_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--env-file=%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    int rc = -1;
+    for (;;) {
+        if (len + 4096 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *t = realloc(text, cap);
+            if (!t) {
+                snprintf(err, errlen, "--env-file=%s: out of memory", path);
+                goto out;
+            }
+            text = t;
+        }
+        size_t n = fread(text + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "--env-file=%s: read error", path);
+        goto out;
+    }
+    rc = dotenv_parse(text, len, path, env_assign, env_lookup, NULL, err, errlen);
+out:
+    free(text);
+    fclose(f);
+    return rc;
+}
+
+static const char *env_or(const char *name, const char *def)
+{
+    const char *v = getenv(name);
+    return v ? v : def;
+}
+
+static int copy(char *dst, size_t size, const char *src, const char *name, char *err, size_t errlen)
+{
+    if (strlen(src) >= size) {
+        snprintf(err, errlen, "%s: value is too long (at most %zu bytes)", name, size - 1);
+        return -1;
+    }
+    strcpy(dst, src);
+    return 0;
+}
+
+/* Parses a whole non-negative decimal integer no larger than max. */
+static int parse_int(const char *s, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int int_var(const char *name, const char *value, long max, int *out,
+                   char *err, size_t errlen)
+{
+    long v;
+    if (parse_int(value, max, &v)) {
+        snprintf(err, errlen, "%s=%s: expected a whole number from 0 to %ld", name, value, max);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Applies REDIS_URL (redis://[user[:password]@]host[:port][/db]) over s, as Laravel's
+ * ConfigurationUrlParser merges a url over the connection's own keys. */
+static int apply_url(struct redis_settings *s, const char *url, char *err, size_t errlen)
+{
+    const char *p = strstr(url, "://");
+    if (!p || (strncmp(url, "redis://", 8) && strncmp(url, "tcp://", 6))) {
+        snprintf(err, errlen, "REDIS_URL=%s: expected redis://[user:password@]host[:port][/db] "
+                 "(TLS is not supported)", url);
+        return -1;
+    }
+    p += 3;
+    char tmp[1024];
+    if (copy(tmp, sizeof tmp, p, "REDIS_URL", err, errlen))
+        return -1;
+    char *query = strchr(tmp, '?');
+    if (query)
+        *query = '\0';
+    char *hostpart = tmp;
+    char *at = strrchr(tmp, '@');
+    if (at) {
+        *at = '\0';
+        hostpart = at + 1;
+        char *colon = strchr(tmp, ':');
+        if (colon) {
+            *colon = '\0';
+            if (copy(s->password, sizeof s->password, colon + 1, "REDIS_URL password", err, errlen))
+                return -1;
+        }
+        if (*tmp && copy(s->username, sizeof s->username, tmp, "REDIS_URL user", err, errlen))
+            return -1;
+    }
+    char *path = strchr(hostpart, '/');
+    if (path) {
+        *path++ = '\0';
+        if (*path && int_var("REDIS_URL database", path, 1 << 20, &s->db, err, errlen))
+            return -1;
+    }
+    char *colon = strrchr(hostpart, ':');
+    if (colon) {
+        *colon = '\0';
+        if (int_var("REDIS_URL port", colon + 1, 65535, &s->port, err, errlen))
+            return -1;
+    }
+    if (*hostpart && copy(s->host, sizeof s->host, hostpart, "REDIS_URL host", err, errlen))
+        return -1;
+    return 0;
+}
+
+static int load_redis(struct redis_settings *s, const char *db_var, const char *db_default,
+                      char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    if (copy(s->host, sizeof s->host, env_or("REDIS_HOST", "127.0.0.1"), "REDIS_HOST", err, errlen) ||
+        copy(s->username, sizeof s->username, env_or("REDIS_USERNAME", ""), "REDIS_USERNAME", err, errlen) ||
+        copy(s->password, sizeof s->password, env_or("REDIS_PASSWORD", ""), "REDIS_PASSWORD", err, errlen) ||
+        int_var("REDIS_PORT", env_or("REDIS_PORT", "6379"), 65535, &s->port, err, errlen) ||
+        int_var(db_var, env_or(db_var, db_default), 1 << 20, &s->db, err, errlen))
+        return -1;
+    /* Laravel's env() maps the literal string "null" to null. */
+    if (strcmp(s->password, "null") == 0)
+        s->password[0] = '\0';
+    const char *url = getenv("REDIS_URL");
+    if (url && *url && apply_url(s, url, err, errlen))
+        return -1;
+    return 0;
+}
+
+/* Appends ch to out[*n], preceded by sep when a separator is pending. */
+static void slug_put(char *out, size_t outlen, size_t *n, int *pending_sep, char sep, char ch)
+{
+    if (*pending_sep && *n > 0 && *n + 1 < outlen)
+        out[(*n)++] = sep;
+    *pending_sep = 0;
+    if (*n + 1 < outlen)
+        out[(*n)++] = ch;
+}
+
+void config_slug(const char *title, char sep, char *out, size_t outlen)
+{
+    char flip = sep == '-' ? '_' : '-';
+    size_t n = 0;
+    int pending_sep = 0;
+    if (!outlen)
+        return;
+    for (const unsigned char *p = (const unsigned char *)title; *p; p++) {
+        int c = *p;
+        if (c == flip || c == sep || isspace(c)) {
+            pending_sep = 1;
+        } else if (c == '@') {
+            pending_sep = 1;
+            slug_put(out, outlen, &n, &pending_sep, sep, 'a');
+            slug_put(out, outlen, &n, &pending_sep, sep, 't');
+            pending_sep = 1;
+        } else if (c < 0x80 && isalnum(c)) {
+            slug_put(out, outlen, &n, &pending_sep, sep, (char)tolower(c));
+        }
+    }
+    out[n] = '\0';
+}
+
+int config_load(struct config *c, const char *env_file, int laravel_version,
+                char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    if (env_file && load_env_file(env_file, err, errlen))
+        return -1;
+    c->laravel_version = laravel_version;
+    if (load_redis(&c->queue, "REDIS_DB", "0", err, errlen) ||
+        load_redis(&c->cache, "REDIS_CACHE_DB", "1", err, errlen))
+        return -1;
+
+    char slug[200];
+    config_slug(env_or("APP_NAME", "laravel"), '_', slug, sizeof slug);
+    const char *prefix = getenv("REDIS_PREFIX");
+    if (prefix) {
+        if (copy(c->prefix, sizeof c->prefix, prefix, "REDIS_PREFIX", err, errlen))
+            return -1;
+    } else {
+        snprintf(c->prefix, sizeof c->prefix, "%s_database_", slug);
+    }
+
+    /* config/cache.php: 8.x "<slug>_cache", 11.x+ "<slug>_cache_"; Laravel 8-10's
+     * RedisStore appends ':' to a non-empty prefix, 11+ uses it as it is. */
+    char cache_prefix[256];
+    const char *cp = getenv("CACHE_PREFIX");
+    if (cp) {
+        if (copy(cache_prefix, sizeof cache_prefix, cp, "CACHE_PREFIX", err, errlen))
+            return -1;
+    } else {
+        snprintf(cache_prefix, sizeof cache_prefix, "%s_cache%s", slug,
+                 laravel_version >= 11 ? "_" : "");
+    }
+    snprintf(c->cache_prefix, sizeof c->cache_prefix, "%s%s", cache_prefix,
+             laravel_version < 11 && *cache_prefix ? ":" : "");
+
+    if (copy(c->default_queue, sizeof c->default_queue, env_or("REDIS_QUEUE", "default"),
+             "REDIS_QUEUE", err, errlen) ||
+        copy(c->timezone, sizeof c->timezone, env_or("APP_TIMEZONE", "UTC"), "APP_TIMEZONE",
+             err, errlen))
+        return -1;
+    const char *qc = env_or("QUEUE_CONNECTION", "redis");
+    if (strcmp(qc, "sync") == 0 || strcmp(qc, "database") == 0 || strcmp(qc, "sqs") == 0 ||
+        strcmp(qc, "beanstalkd") == 0 || strcmp(qc, "null") == 0)
+        qc = "redis";
+    return copy(c->connection_name, sizeof c->connection_name, qc, "QUEUE_CONNECTION", err, errlen);
+}

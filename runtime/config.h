@@ -1,0 +1,39 @@
+/* config: the settings luaworker shares with the Laravel app, read from the
+ * environment with Laravel's variable names and defaults, after an optional `.env`
+ * file (real environment variables win). Uses dotenv. */
+#ifndef LUAWORKER_CONFIG_H
+#define LUAWORKER_CONFIG_H
+
+#include <stddef.h>
+
+/* One Redis connection as Laravel's config/database.php describes it. */
+struct redis_settings {
+    char host[256];
+    int port;
+    char username[256];
+    char password[512];
+    int db;
+};
+
+struct config {
+    struct redis_settings queue;  /* the 'default' Redis connection: queues, failed jobs */
+    struct redis_settings cache;  /* the 'cache' connection: restart key, exception counters */
+    char prefix[256];             /* key prefix of both connections (options.prefix) */
+    char cache_prefix[256];       /* cache store prefix, with the ':' Laravel 8-10 appends */
+    char default_queue[256];      /* REDIS_QUEUE */
+    char connection_name[64];     /* QUEUE_CONNECTION when it is a Redis one, else "redis" */
+    char timezone[64];            /* APP_TIMEZONE, for console times; "UTC" by default */
+    int laravel_version;          /* major version whose key conventions apply */
+};
+
+/* Loads env_file (NULL for none) into the environment without overriding variables
+ * already set, then fills c for the given Laravel major version (8 or later).
+ * Returns 0, or -1 with err naming the variable or file and what was expected. */
+int config_load(struct config *c, const char *env_file, int laravel_version,
+                char *err, size_t errlen);
+
+/* Writes Laravel's Str::slug(title, sep) for ASCII titles into out (non-ASCII bytes
+ * are dropped: set REDIS_PREFIX explicitly for such app names). */
+void config_slug(const char *title, char sep, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,116 @@
+-- luaworker.handlers: finds and loads the Lua handler of a job. displayName
+-- App\Jobs\ProcessPodcast -> <dir>/App/Jobs/ProcessPodcast.lua, else the payload's
+-- data.commandName; a string job ("job": "Class@method") uses the class and calls
+-- method (Laravel's default: fire). A handler file returns a table with
+-- handle(job, command) (or the string job's method) and optionally
+-- failed(job, command, err). Loaded handlers are cached by path.
+local cjson = require "cjson"
+
+local M = {}
+
+local CALL_QUEUED_HANDLER = "Illuminate\\Queue\\CallQueuedHandler@call"
+
+local dir = "./handlers"
+local cache = {}
+
+function M.set_dir(d)
+    dir = d:gsub("/+$", "")
+    if dir == "" then dir = "/" end
+    cache = {}
+end
+
+function M.dir()
+    return dir
+end
+
+local function path_of(class)
+    return dir .. "/" .. class:gsub("^\\+", ""):gsub("\\", "/") .. ".lua"
+end
+M.path_of = path_of
+
+local function file_exists(path)
+    local f = io.open(path, "rb")
+    if f then f:close() end
+    return f ~= nil
+end
+
+local function load_handler(path, method)
+    local cached = cache[path]
+    if cached then return cached end
+    local chunk, err = loadfile(path)
+    if not chunk then
+        return nil, "cannot load handler " .. err
+    end
+    local ok, handler = pcall(chunk)
+    if not ok then
+        return nil, "handler " .. path .. " raised while loading: " .. tostring(handler)
+    end
+    if type(handler) ~= "table" or type(handler[method]) ~= "function" then
+        return nil, "handler " .. path .. " must return a table with a " .. method
+            .. "(job, " .. (method == "handle" and "command" or "data") .. ") function"
+    end
+    cache[path] = handler
+    return handler
+end
+
+-- Is the payload a string job ("job" other than CallQueuedHandler@call)?
+function M.is_string_job(payload)
+    local j = payload.job
+    return type(j) == "string" and j ~= CALL_QUEUED_HANDLER
+end
+
+-- Returns handler, method, path; or nil, message (naming the class and every path
+-- tried, or why the file could not be used).
+function M.resolve(payload)
+    local classes, method = {}, "handle"
+    local function add(c)
+        if type(c) == "string" and c ~= "" then
+            for _, seen in ipairs(classes) do
+                if seen == c then return end
+            end
+            classes[#classes + 1] = c
+        end
+    end
+    if M.is_string_job(payload) then
+        local class, m = payload.job:match("^([^@]*)@(.*)$")
+        add(class or payload.job)
+        method = (m and m ~= "") and m or "fire"
+    else
+        add(payload.displayName)
+        local data = payload.data
+        if type(data) == "table" then add(data.commandName) end
+    end
+    if #classes == 0 then
+        return nil, "no handler: the payload has no displayName, data.commandName or job class"
+    end
+    local tried = {}
+    for _, class in ipairs(classes) do
+        local path = path_of(class)
+        if file_exists(path) then
+            local handler, err = load_handler(path, method)
+            if not handler then return nil, err end
+            return handler, method, path
+        end
+        tried[#tried + 1] = path
+    end
+    return nil, "no handler for " .. classes[1] .. ": tried " .. table.concat(tried, ", ")
+end
+
+-- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.
+function M.run_init()
+    local path = dir .. "/init.lua"
+    if not file_exists(path) then return true end
+    local chunk, err = loadfile(path)
+    if not chunk then return nil, "cannot load " .. err end
+    chunk()
+    return true
+end
+
+-- Sets package.path so that handlers can require modules from the handler directory.
+function M.add_to_package_path()
+    package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
+end
+
+M.null = cjson.null
+
+return M

@@ -1,0 +1,328 @@
+#include "host_api.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "lua_host.h"
+#include "redis_conn.h"
+
+/* The value yielded by every waiting host function: a coroutine driver that sees it
+ * must yield it on to the main coroutine and pass the resume values back down. */
+static char wait_marker;
+
+#define MAX_COMMAND_ARGS 1024
+
+static struct host *host_of(lua_State *L)
+{
+    return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* Pushes a Redis reply: strings and status as strings, integers as numbers, nil as
+ * nil at the top level and false inside arrays, arrays as sequences. Error replies
+ * are handled by the caller. */
+static void push_reply(lua_State *L, const redisReply *r, int top)
+{
+    luaL_checkstack(L, 4, "Redis reply too deeply nested");
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        lua_pushlstring(L, r->str, r->len);
+        break;
+    case REDIS_REPLY_INTEGER:
+        lua_pushnumber(L, (lua_Number)r->integer);
+        break;
+    case REDIS_REPLY_ARRAY:
+        lua_createtable(L, (int)r->elements, 0);
+        for (size_t i = 0; i < r->elements; i++) {
+            push_reply(L, r->element[i], 0);
+            lua_rawseti(L, -2, (int)i + 1);
+        }
+        break;
+    default:
+        if (top)
+            lua_pushnil(L);
+        else
+            lua_pushboolean(L, 0);
+    }
+}
+
+/* Resumes the main coroutine with (true, value), (false, message, "reply") for an
+ * error reply, or (false, message, "connection") when the connection was lost. */
+static void on_reply(void *data, const redisReply *reply, const char *lost)
+{
+    struct host *h = data;
+    if (h->closing || h->finished)
+        return;
+    lua_State *co = h->co;
+    if (!reply) {
+        lua_pushboolean(co, 0);
+        lua_pushstring(co, lost);
+        lua_pushliteral(co, "connection");
+        host_resume(h, 3);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        lua_pushboolean(co, 0);
+        lua_pushlstring(co, reply->str, reply->len);
+        lua_pushliteral(co, "reply");
+        host_resume(h, 3);
+    } else {
+        lua_pushboolean(co, 1);
+        push_reply(co, reply, 1);
+        host_resume(h, 2);
+    }
+}
+
+static struct redis_conn *check_conn(lua_State *L, struct host *h, int idx)
+{
+    static const char *const names[] = {"queue", "cache", NULL};
+    return h->conns[luaL_checkoption(L, idx, NULL, names)];
+}
+
+/* Collects the arguments from index first to the top as strings (numbers are
+ * converted). Raises when there are too many or one is not a string or number. */
+static int collect_args(lua_State *L, int first, const char **argv, size_t *argvlen)
+{
+    int n = lua_gettop(L) - first + 1;
+    if (n > MAX_COMMAND_ARGS)
+        luaL_error(L, "too many arguments for one Redis command (%d, at most %d)", n,
+                   MAX_COMMAND_ARGS);
+    for (int i = 0; i < n; i++) {
+        int t = lua_type(L, first + i);
+        if (t != LUA_TSTRING && t != LUA_TNUMBER)
+            luaL_argerror(L, first + i, "expected a string or a number");
+        argv[i] = lua_tolstring(L, first + i, &argvlen[i]);
+    }
+    return n;
+}
+
+static int yield_wait(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_pushlightuserdata(L, &wait_marker);
+    return lua_yield(L, 1);
+}
+
+static int fail_now(lua_State *L, const char *err)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, err);
+    lua_pushliteral(L, "connection");
+    return 3;
+}
+
+/* host.command(conn, name, args...) -> true, reply | false, message, kind.
+ * conn is "queue" or "cache". Yields until the reply. */
+static int l_host_command(lua_State *L)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = check_conn(L, h, 1);
+    luaL_checkstring(L, 2);
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int argc = collect_args(L, 2, argv, argvlen);
+    char err[512];
+    if (redis_conn_command(c, argc, argv, argvlen, on_reply, h, err, sizeof err))
+        return fail_now(L, err);
+    return yield_wait(L);
+}
+
+/* host.script(conn, name, nkeys, keys..., args...) -> as host.command. Runs the
+ * script with EVALSHA (loading it again on NOSCRIPT). Yields until the reply. */
+static int l_host_script(lua_State *L)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = check_conn(L, h, 1);
+    const char *name = luaL_checkstring(L, 2);
+    int nkeys = (int)luaL_checkinteger(L, 3);
+    const struct script *sc = scripts_get(&h->scripts, name);
+    if (!sc)
+        return luaL_argerror(L, 2, "no such script");
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int argc = collect_args(L, 4, argv, argvlen);
+    if (nkeys < 0 || nkeys > argc)
+        return luaL_argerror(L, 3, "key count out of range");
+    char err[512];
+    if (redis_conn_script(c, sc, nkeys, argc, argv, argvlen, on_reply, h, err, sizeof err))
+        return fail_now(L, err);
+    return yield_wait(L);
+}
+
+static void on_sleep_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct host *h = w->data;
+    lua_pushboolean(h->co, 1);
+    host_resume(h, 1);
+}
+
+void host_api_wake(struct host *h)
+{
+    if (!ev_is_active(&h->sleep_timer) || h->finished)
+        return;
+    ev_timer_stop(h->loop, &h->sleep_timer);
+    lua_pushboolean(h->co, 0);
+    host_resume(h, 1);
+}
+
+/* host.sleep(seconds) -> true when the time passed, false when a stop signal (or
+ * CONT) ended it early. Returns at once for seconds <= 0. */
+static int l_host_sleep(lua_State *L)
+{
+    struct host *h = host_of(L);
+    double seconds = luaL_checknumber(L, 1);
+    if (!(seconds > 0)) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    if (ev_is_active(&h->sleep_timer))
+        return luaL_error(L, "host.sleep: already sleeping");
+    ev_timer_init(&h->sleep_timer, on_sleep_timer, seconds, 0.);
+    h->sleep_timer.data = h;
+    ev_timer_start(h->loop, &h->sleep_timer);
+    return yield_wait(L);
+}
+
+/* host.now() -> integer Unix seconds (the host clock, as Laravel's scores use). */
+static int l_host_now(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)time(NULL));
+    return 1;
+}
+
+/* host.clock() -> monotonic seconds, for durations. */
+static int l_host_clock(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+    return 1;
+}
+
+/* host.microtime() -> Unix time with fractions, for timestamps in JSON output. */
+static int l_host_microtime(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+    return 1;
+}
+
+/* host.signals() -> quit, paused: whether a stop signal arrived, whether USR2
+ * paused the worker (and CONT has not resumed it). */
+static int l_host_signals(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushboolean(L, h->quit);
+    lua_pushboolean(L, h->paused);
+    return 2;
+}
+
+static void random_bytes(unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(buf + got, n - got, 0);
+        if (r > 0)
+            got += (size_t)r;
+    }
+}
+
+/* host.random_id(n) -> n random characters from [A-Za-z0-9] (Str::random). */
+static int l_host_random_id(lua_State *L)
+{
+    static const char alphabet[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    int n = (int)luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n > 0 && n <= 256, 1, "expected 1 to 256");
+    unsigned char raw[256];
+    char out[256];
+    random_bytes(raw, (size_t)n);
+    for (int i = 0; i < n; i++)
+        out[i] = alphabet[raw[i] % 62];
+    lua_pushlstring(L, out, (size_t)n);
+    return 1;
+}
+
+/* host.uuid() -> a random version 4 UUID, lowercase (Str::uuid). */
+static int l_host_uuid(lua_State *L)
+{
+    unsigned char b[16];
+    char out[37];
+    random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, sizeof out,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+    lua_pushstring(L, out);
+    return 1;
+}
+
+/* host.rss_mb() -> resident memory of this process in MB, or nil. */
+static int l_host_rss_mb(lua_State *L)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size, resident;
+    if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2) {
+        if (f)
+            fclose(f);
+        lua_pushnil(L);
+        return 1;
+    }
+    fclose(f);
+    lua_pushnumber(L, (lua_Number)resident * (lua_Number)sysconf(_SC_PAGESIZE) / 1048576.0);
+    return 1;
+}
+
+/* host.describe(conn) -> "host:port/db" of that connection (no password). */
+static int l_host_describe(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushstring(L, redis_conn_describe(check_conn(L, h, 1)));
+    return 1;
+}
+
+static const luaL_Reg host_functions[] = {
+    {"command", l_host_command},
+    {"script", l_host_script},
+    {"sleep", l_host_sleep},
+    {"now", l_host_now},
+    {"clock", l_host_clock},
+    {"microtime", l_host_microtime},
+    {"signals", l_host_signals},
+    {"random_id", l_host_random_id},
+    {"uuid", l_host_uuid},
+    {"rss_mb", l_host_rss_mb},
+    {"describe", l_host_describe},
+    {NULL, NULL},
+};
+
+static int luaopen_host(lua_State *L)
+{
+    lua_newtable(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    luaL_setfuncs(L, host_functions, 1);
+    lua_pushlightuserdata(L, &wait_marker);
+    lua_setfield(L, -2, "WAIT");
+    return 1;
+}
+
+void host_api_register(struct host *h)
+{
+    lua_State *L = h->L;
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "preload");
+    lua_pushlightuserdata(L, h);
+    lua_pushcclosure(L, luaopen_host, 1);
+    lua_setfield(L, -2, "luaworker.host");
+    lua_pop(L, 2);
+}

@@ -1,0 +1,116 @@
+-- luaworker.job: a job popped from a Redis queue, as Laravel's RedisJob: the payload
+-- as popped (raw body) and the reserved copy that delete/release/fail must use.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local queue = require "luaworker.queue"
+
+local null = cjson.null
+
+local Job = {}
+Job.__index = Job
+Job.__name = "luaworker.job"
+
+local M = {}
+
+-- worker: the worker's fail(job, err) and its options and connection name.
+-- payload: the decoded raw body (a table).
+function M.new(worker, q, raw, reserved, payload)
+    return setmetatable({
+        _worker = worker,
+        _queue = q,
+        _raw = raw,
+        _reserved = reserved,
+        _payload = payload,
+        _deleted = false,
+        _released = false,
+        _failed = false,
+    }, Job)
+end
+
+local function value(v)
+    if v == null then return nil end
+    return v
+end
+
+Job.__tostring = function(job)
+    return "luaworker.job(" .. tostring(job:name()) .. ", id " .. tostring(job:id()) .. ")"
+end
+
+function Job:payload() return self._payload end
+function Job:raw_body() return self._raw end
+function Job:reserved_body() return self._reserved end
+function Job:queue() return self._queue end
+function Job:connection_name() return self._worker.connection_name end
+function Job:id() return value(self._payload.id) end
+function Job:uuid() return value(self._payload.uuid) end
+function Job:display_name() return value(self._payload.displayName) end
+function Job:max_tries() return value(self._payload.maxTries) end
+function Job:max_exceptions() return value(self._payload.maxExceptions) end
+function Job:timeout() return value(self._payload.timeout) end
+function Job:should_fail_on_timeout() return value(self._payload.failOnTimeout) or false end
+
+-- The job's backoff (payload backoff, else the 12.11+ dispatch delay), or nil.
+function Job:backoff()
+    local b = value(self._payload.backoff)
+    if b == nil then b = value(self._payload.delay) end
+    return b
+end
+
+-- Unix seconds after which the job may not be attempted again, or nil. A
+-- Laravel 8.83 payload may carry the older name timeoutAt.
+function Job:retry_until()
+    local r = value(self._payload.retryUntil)
+    if r == nil then r = value(self._payload.timeoutAt) end
+    return r
+end
+
+-- 1 on the first run: the popped payload's attempts + 1 (what the reserved copy holds).
+function Job:attempts()
+    return (tonumber(self._payload.attempts) or 0) + 1
+end
+
+-- displayName when set, else the payload's job (Laravel's JobName::resolve).
+function Job:name()
+    local d = value(self._payload.displayName)
+    if type(d) == "string" and d ~= "" then return d end
+    return value(self._payload.job)
+end
+
+function Job:is_deleted() return self._deleted end
+function Job:is_released() return self._released end
+function Job:has_failed() return self._failed end
+function Job:is_deleted_or_released() return self._deleted or self._released end
+
+-- Removes the job from the queue (ZREM of the reserved copy).
+function Job:delete()
+    self._deleted = true
+    queue.delete_reserved(self._queue, self._reserved)
+end
+
+-- Puts the job back, available after delay seconds (default 0); the next run counts
+-- as another attempt.
+function Job:release(delay)
+    if delay == nil then delay = 0 end
+    if type(delay) ~= "number" or delay < 0 or delay ~= delay then
+        error("job:release(delay): expected a number of seconds >= 0, got " .. tostring(delay), 2)
+    end
+    self._released = true
+    queue.release(self._queue, self._reserved, host.now() + math.floor(delay))
+end
+
+-- Fails the job for good: it is recorded in the failed store, the handler's failed()
+-- and the failing hooks run. err: any error value (default: "manually failed").
+function Job:fail(err)
+    self._worker.fail(self, err)
+end
+
+-- Marks the job failed without side effects (the worker's fail does the rest).
+function Job:mark_as_failed()
+    self._failed = true
+end
+
+function Job:mark_as_deleted()
+    self._deleted = true
+end
+
+return M

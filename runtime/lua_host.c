@@ -1,0 +1,217 @@
+#include "lua_host.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "host_api.h"
+#include "php_value.h"
+#include "redis_conn.h"
+
+extern int luaopen_cjson(lua_State *L);
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct host *h = w->data;
+    switch (w->signum) {
+    case SIGUSR2:
+        h->paused = 1;
+        return;
+    case SIGCONT:
+        h->paused = 0;
+        break;
+    default:
+        h->quit = 1;
+    }
+    host_api_wake(h);
+}
+
+static void preload(lua_State *L, const char *name, lua_CFunction fn)
+{
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "preload");
+    lua_pushcfunction(L, fn);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 2);
+}
+
+int host_open(struct host *h, const struct config *config, struct scripts *scripts,
+              char *err, size_t errlen)
+{
+    memset(h, 0, sizeof *h);
+    h->co_ref = LUA_NOREF;
+    h->config = *config;
+    h->scripts = *scripts;
+    memset(scripts, 0, sizeof *scripts);
+
+    h->loop = ev_default_loop(EVFLAG_AUTO);
+    h->L = luaL_newstate();
+    if (!h->loop || !h->L) {
+        snprintf(err, errlen, "cannot create the %s", h->loop ? "Lua state" : "event loop");
+        return -1;
+    }
+    luaL_openlibs(h->L);
+    preload(h->L, "cjson", luaopen_cjson);
+    preload(h->L, "luaworker.php", luaopen_luaworker_php);
+    host_api_register(h);
+
+    const struct redis_settings *settings[2] = {&config->queue, &config->cache};
+    const char *labels[2] = {"queue", "cache"};
+    for (int i = 0; i < 2; i++) {
+        h->conns[i] = redis_conn_new(h->loop, settings[i], &h->scripts, labels[i]);
+        if (!h->conns[i]) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+
+    const int signums[5] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT};
+    for (int i = 0; i < 5; i++) {
+        ev_signal_init(&h->signals[i], on_signal, signums[i]);
+        h->signals[i].data = h;
+        ev_signal_start(h->loop, &h->signals[i]);
+        ev_unref(h->loop);  /* signal watchers alone do not keep the loop running */
+    }
+    return 0;
+}
+
+/* Pushes the parsed command line as {command=, args={...}, options={...}}; option
+ * names use '_' for '-', flags are booleans, numbers are numbers. */
+static void push_cli(lua_State *L, const struct cli *cli)
+{
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, cli->command->name);
+    lua_setfield(L, -2, "command");
+    lua_createtable(L, cli->nargs, 0);
+    for (int i = 0; i < cli->nargs; i++) {
+        lua_pushstring(L, cli->args[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "args");
+    lua_newtable(L);
+    for (int k = 0; cli->command->options[k].name; k++) {
+        const struct cli_option *o = &cli->command->options[k];
+        const char *v = cli->values[k] ? cli->values[k] : o->def;
+        char key[64];
+        snprintf(key, sizeof key, "%s", o->name);
+        for (char *p = key; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        if (o->type == CLI_FLAG)
+            lua_pushboolean(L, cli->values[k] != NULL);
+        else if (!v)
+            continue;
+        else if (o->type == CLI_UINT || o->type == CLI_SECONDS)
+            lua_pushnumber(L, strtod(v, NULL));
+        else
+            lua_pushstring(L, v);
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -2, "options");
+}
+
+static void push_redis_settings(lua_State *L, const struct redis_settings *s)
+{
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, s->host);
+    lua_setfield(L, -2, "host");
+    lua_pushinteger(L, s->port);
+    lua_setfield(L, -2, "port");
+    lua_pushinteger(L, s->db);
+    lua_setfield(L, -2, "db");
+    lua_pushboolean(L, s->password[0] != '\0');
+    lua_setfield(L, -2, "has_password");
+}
+
+/* Pushes the configuration (never the passwords). */
+static void push_config(lua_State *L, const struct host *h)
+{
+    const struct config *c = &h->config;
+    lua_createtable(L, 0, 10);
+    push_redis_settings(L, &c->queue);
+    lua_setfield(L, -2, "queue_redis");
+    push_redis_settings(L, &c->cache);
+    lua_setfield(L, -2, "cache_redis");
+    lua_pushstring(L, c->prefix);
+    lua_setfield(L, -2, "prefix");
+    lua_pushstring(L, c->cache_prefix);
+    lua_setfield(L, -2, "cache_prefix");
+    lua_pushstring(L, c->default_queue);
+    lua_setfield(L, -2, "default_queue");
+    lua_pushstring(L, c->connection_name);
+    lua_setfield(L, -2, "connection_name");
+    lua_pushinteger(L, c->laravel_version);
+    lua_setfield(L, -2, "laravel_version");
+    lua_pushstring(L, h->scripts.dir);
+    lua_setfield(L, -2, "scripts_dir");
+}
+
+void host_resume(struct host *h, int nargs)
+{
+    int status = lua_resume(h->co, nargs);
+    if (status == LUA_YIELD) {
+        lua_settop(h->co, 0);
+        return;
+    }
+    h->finished = 1;
+    if (status == 0) {
+        h->exit_code = lua_isnumber(h->co, -1) ? (int)lua_tointeger(h->co, -1) : 0;
+    } else {
+        const char *msg = lua_tostring(h->co, -1);
+        luaL_traceback(h->L, h->co, msg ? msg : "(error object is not a string)", 0);
+        fprintf(stderr, "luaworker: internal error: %s\n", lua_tostring(h->L, -1));
+        lua_pop(h->L, 1);
+        h->exit_code = 70;
+    }
+    ev_break(h->loop, EVBREAK_ALL);
+}
+
+int host_run(struct host *h, const struct cli *cli)
+{
+    lua_State *L = h->L;
+    h->co = lua_newthread(L);
+    h->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
+    lua_getglobal(h->co, "require");
+    lua_pushstring(h->co, "luaworker.main");
+    if (lua_pcall(h->co, 1, 1, 0) != 0) {
+        fprintf(stderr, "luaworker: cannot load the runtime: %s\n", lua_tostring(h->co, -1));
+        return 70;
+    }
+    lua_getfield(h->co, -1, "run");
+    lua_remove(h->co, -2);
+    push_cli(h->co, cli);
+    push_config(h->co, h);
+    host_resume(h, 2);
+    if (!h->finished)
+        ev_run(h->loop, 0);
+    if (!h->finished) {
+        fprintf(stderr, "luaworker: internal error: the main coroutine waits for nothing\n");
+        return 70;
+    }
+    return h->exit_code;
+}
+
+void host_close(struct host *h)
+{
+    h->closing = 1;
+    for (int i = 0; i < 2; i++) {
+        redis_conn_free(h->conns[i]);
+        h->conns[i] = NULL;
+    }
+    if (h->loop)
+        for (int i = 0; i < 5; i++) {
+            ev_ref(h->loop);
+            ev_signal_stop(h->loop, &h->signals[i]);
+        }
+    if (h->L)
+        lua_close(h->L);
+    h->L = NULL;
+    scripts_free(&h->scripts);
+}

@@ -1,0 +1,53 @@
+/* lua_host: the LuaJIT state and the libev loop that drives it. Everything
+ * luaworker does runs in one main coroutine (runtime/main.lua); host functions
+ * that wait (Redis commands, sleeps) yield it and the loop resumes it when the
+ * reply or timer arrives. A coroutine started by luaworker (one per job) passes
+ * such yields up to the main coroutine. Uses config, scripts, redis_conn,
+ * host_api, php_value, cli and lua-cjson. */
+#ifndef LUAWORKER_LUA_HOST_H
+#define LUAWORKER_LUA_HOST_H
+
+#include <ev.h>
+#include <lua.h>
+
+#include "cli.h"
+#include "config.h"
+#include "scripts.h"
+
+struct redis_conn;
+
+struct host {
+    lua_State *L;
+    lua_State *co;                  /* the main coroutine */
+    int co_ref;
+    struct ev_loop *loop;
+    struct config config;
+    struct scripts scripts;
+    struct redis_conn *conns[2];    /* HOST_QUEUE_CONN, HOST_CACHE_CONN */
+    ev_timer sleep_timer;
+    ev_signal signals[5];
+    volatile int quit;              /* TERM, INT or QUIT arrived */
+    volatile int paused;            /* USR2 arrived, CONT not yet */
+    int finished;                   /* the main coroutine returned or raised */
+    int closing;                    /* replies no longer resume Lua */
+    int exit_code;
+};
+
+enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1 };
+
+/* Sets up h (state, loop, connections, signal watchers); takes ownership of
+ * scripts. Returns 0, or -1 with err set. */
+int host_open(struct host *h, const struct config *config, struct scripts *scripts,
+              char *err, size_t errlen);
+
+/* Runs require("luaworker.main").run(cli, config) in the main coroutine until it
+ * returns; returns its result as the process exit status (70 when it raised). */
+int host_run(struct host *h, const struct cli *cli);
+
+/* Resumes the main coroutine with the nargs values pushed on it. Called by the
+ * loop's callbacks only. */
+void host_resume(struct host *h, int nargs);
+
+void host_close(struct host *h);
+
+#endif

@@ -1,0 +1,68 @@
+/* luaworker: runs Laravel Redis queue jobs with Lua handlers. main() parses the
+ * command line and the configuration (exit status 2 on bad input, before anything
+ * touches Redis), reads the Redis scripts, then hands over to lua_host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "config.h"
+#include "lua_host.h"
+#include "scripts.h"
+
+static const char *option_value(const struct cli *cli, const char *name)
+{
+    for (int k = 0; cli->command->options[k].name; k++)
+        if (strcmp(cli->command->options[k].name, name) == 0)
+            return cli->values[k] ? cli->values[k] : cli->command->options[k].def;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli;
+    char err[1024];
+    if (cli_parse(argc, argv, &cli, err, sizeof err)) {
+        fprintf(stderr, "luaworker: %s\n", err);
+        return 2;
+    }
+    if (cli.help) {
+        cli_usage(stdout, cli.command);
+        return 0;
+    }
+
+    int laravel_version = atoi(option_value(&cli, "laravel-version"));
+    if (laravel_version < 8 || laravel_version > 13) {
+        fprintf(stderr, "luaworker: --laravel-version=%d: expected 8 to 13\n", laravel_version);
+        return 2;
+    }
+    struct config config;
+    if (config_load(&config, option_value(&cli, "env-file"), laravel_version, err, sizeof err)) {
+        fprintf(stderr, "luaworker: %s\n", err);
+        return 2;
+    }
+    /* Console times are in the app's timezone, as Laravel prints them. */
+    setenv("TZ", config.timezone, 1);
+    tzset();
+
+    char dir[4096];
+    struct scripts scripts;
+    if (scripts_find_dir(option_value(&cli, "scripts"), dir, sizeof dir, err, sizeof err) ||
+        scripts_load_dir(&scripts, dir, err, sizeof err)) {
+        fprintf(stderr, "luaworker: %s\n", err);
+        return 2;
+    }
+
+    struct host host;
+    int status;
+    if (host_open(&host, &config, &scripts, err, sizeof err)) {
+        fprintf(stderr, "luaworker: %s\n", err);
+        status = 70;
+    } else {
+        status = host_run(&host, &cli);
+    }
+    host_close(&host);
+    fflush(stdout);
+    return status;
+}

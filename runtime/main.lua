@@ -1,0 +1,57 @@
+-- luaworker.main: the entry point the host runs in the main coroutine:
+-- run(cli, config) dispatches to the command and returns the exit status.
+local queue = require "luaworker.queue"
+local redis = require "luaworker.redis"
+local task = require "luaworker.task"
+local host = require "luaworker.host"
+local luaworker = require "luaworker"
+
+local M = {}
+
+-- After start-up, a write to an undeclared global raises: handlers keep their state
+-- in locals or modules.
+local function forbid_global_writes()
+    setmetatable(_G, {
+        __newindex = function(_, name)
+            error("assignment to global '" .. tostring(name)
+                .. "': handlers may not create globals (declare it local)", 2)
+        end,
+    })
+end
+
+-- `luaworker lua FILE args...`: runs FILE with arg set as the lua interpreter sets it.
+local function run_lua(cli)
+    local file = cli.args[1]
+    local args = { [0] = file }
+    for i = 2, #cli.args do args[i - 1] = cli.args[i] end
+    rawset(_G, "arg", args)
+    local chunk, err = loadfile(file)
+    if not chunk then
+        io.stderr:write("luaworker: ", err, "\n")
+        return 2
+    end
+    local result = chunk(unpack(args))
+    return type(result) == "number" and result or 0
+end
+
+function M.run(cli, config)
+    queue.set_prefix(config.prefix)
+    luaworker.prefix = config.prefix
+    luaworker.connection_name = config.connection_name
+    local command = cli.command
+    if command == "lua" then return run_lua(cli) end
+    if command == "work" then
+        forbid_global_writes()
+        return require("luaworker.worker").run(cli, config)
+    end
+    local ok, status = task.run(require("luaworker.commands")[command], cli, config)
+    if ok then return status end
+    if redis.is_error(status) then
+        io.stderr:write("luaworker: ", status.message, " (Redis at ", host.describe("queue"), ")\n")
+    else
+        io.stderr:write("luaworker: ", tostring(status), "\n")
+    end
+    return 1
+end
+
+return M

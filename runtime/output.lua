@@ -1,0 +1,84 @@
+-- luaworker.output: what the worker prints. Job lines as Laravel 8.83's queue:work
+-- prints them on stdout ("[Y-m-d H:i:s][<payload id>] Processing: <name>"), or with
+-- --json one object per event in the fields of Laravel 11.27+'s --json output;
+-- errors and notices on stderr.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+
+local M = {}
+
+local json_mode, quiet = false, false
+
+function M.configure(options)
+    json_mode = options.json and true or false
+    quiet = options.quiet and true or false
+end
+
+local function now_text()
+    return os.date("%Y-%m-%d %H:%M:%S")
+end
+M.now_text = now_text
+
+local function iso_timestamp()
+    local t = host.microtime()
+    local s = math.floor(t)
+    local offset = os.date("%z", s)
+    return os.date("%Y-%m-%dT%H:%M:%S", s) .. string.format(".%06d", math.floor((t - s) * 1e6))
+        .. offset:sub(1, 3) .. ":" .. offset:sub(4, 5)
+end
+
+local function write_json(fields)
+    local t = {}
+    for k, v in pairs(fields) do
+        if v ~= nil and v ~= "" then t[k] = v end
+    end
+    io.stdout:write(cjson.encode(t), "\n")
+    io.stdout:flush()
+end
+
+local LEVEL = { starting = "info", success = "info" }
+
+-- status: "starting", "success", "released_after_exception" or "failed".
+function M.job(status, job, exception, duration)
+    if quiet then return end
+    if json_mode then
+        local result
+        if status ~= "starting" then
+            result = job:is_deleted() and "deleted" or job:is_released() and "released"
+                or job:has_failed() and "failed" or nil
+        end
+        write_json({
+            level = LEVEL[status] or "warning",
+            id = job:id(),
+            uuid = job:uuid(),
+            connection = job:connection_name(),
+            queue = job:queue(),
+            job = job:name(),
+            status = status,
+            result = result,
+            attempts = job:attempts(),
+            exception = exception and exception.class or nil,
+            message = exception and exception.message or nil,
+            timestamp = iso_timestamp(),
+            duration = duration and tonumber(string.format("%.6f", duration)) or nil,
+        })
+        return
+    end
+    local label
+    if status == "starting" then label = "Processing:"
+    elseif status == "success" then label = "Processed: "
+    elseif status == "failed" then label = "Failed:    "
+    else return end
+    io.stdout:write("[", now_text(), "][", tostring(job:id()), "] ", label, " ",
+        tostring(job:name()), "\n")
+    io.stdout:flush()
+end
+
+-- An error or notice for the operator, on stderr. job may be nil.
+function M.error(message, job)
+    local where = job and ("[" .. tostring(job:id()) .. "] ") or " "
+    io.stderr:write("[", now_text(), "]", where, message, "\n")
+    io.stderr:flush()
+end
+
+return M

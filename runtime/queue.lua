@@ -1,0 +1,148 @@
+-- luaworker.queue: Laravel's Redis queue operations, over scripts/*.lua. Keys are
+-- built here, with the connection's prefix applied to keys only (as phpredis does),
+-- never to payloads or scores.
+local redis = require "luaworker.redis"
+local host = require "luaworker.host"
+
+local M = {}
+
+-- The failed-job store (luaworker's, in the queue connection's database):
+--   <prefix>luaworker:failed_jobs        sorted set: record id -> failed time (Unix s)
+--   <prefix>luaworker:failed_jobs:<id>   hash: uuid, connection, queue, payload,
+--                                        exception, failed_at (Y-m-d H:i:s)
+M.FAILED_INDEX = "luaworker:failed_jobs"
+
+local prefix = ""
+
+function M.set_prefix(p)
+    prefix = p
+end
+
+function M.prefix()
+    return prefix
+end
+
+function M.key(name)
+    return prefix .. name
+end
+
+-- The four keys of queue q: list, delayed, reserved, notify.
+function M.keys(q)
+    local k = prefix .. "queues:" .. q
+    return k, k .. ":delayed", k .. ":reserved", k .. ":notify"
+end
+
+function M.failed_index_key()
+    return prefix .. M.FAILED_INDEX
+end
+
+function M.failed_record_key(id)
+    return prefix .. M.FAILED_INDEX .. ":" .. id
+end
+
+function M.push(q, payload)
+    local list, _, _, notify = M.keys(q)
+    redis.script("queue", "push", { list, notify }, { payload })
+end
+
+function M.later(q, available_at, payload)
+    local _, delayed = M.keys(q)
+    redis.script("queue", "later", { delayed }, { available_at, payload })
+end
+
+-- Moves due jobs of q from :delayed, then expired reservations from :reserved, to
+-- the list. batch: the most jobs per set, or nil for all.
+function M.migrate(q, now, batch)
+    local list, delayed, reserved, notify = M.keys(q)
+    local args = batch and { now, batch } or { now }
+    redis.script("queue", "migrate", { delayed, list, notify }, args)
+    redis.script("queue", "migrate", { reserved, list, notify }, args)
+end
+
+-- Pops the next job of q, reserving it until now + retry_after. Returns the payload
+-- and the reserved copy; nil when the list is empty; or nil, nil, message when the
+-- payload was unusable (it was moved to the failed store, see scripts/pop.lua).
+function M.pop(q, now, retry_after, connection_name, failed_at)
+    local list, _, reserved, notify = M.keys(q)
+    local id = host.uuid()
+    local r = redis.script("queue", "pop",
+        { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
+        { now + retry_after, id, connection_name, q, now, failed_at })
+    if r[1] then return r[1], r[2] end
+    if r[3] then return nil, nil, r[3], id end
+    return nil
+end
+
+function M.delete_reserved(q, reserved_copy)
+    local _, _, reserved = M.keys(q)
+    return redis.call("queue", "ZREM", reserved, reserved_copy)
+end
+
+function M.release(q, reserved_copy, available_at)
+    local _, delayed, reserved = M.keys(q)
+    redis.script("queue", "release", { delayed, reserved }, { reserved_copy, available_at })
+end
+
+-- Records a failed job and removes its reservation in one step (scripts/fail.lua).
+function M.fail(q, reserved_copy, record)
+    local _, _, reserved = M.keys(q)
+    return redis.script("queue", "fail",
+        { reserved, M.failed_index_key(), M.failed_record_key(record.uuid) },
+        { reserved_copy, record.uuid, record.connection, q, record.payload,
+          record.exception, record.now, record.failed_at })
+end
+
+-- Returns total, pending, delayed, reserved.
+function M.size(q)
+    local list, delayed, reserved = M.keys(q)
+    local r = redis.script("queue", "size", { list, delayed, reserved }, { "parts" })
+    return r[1], r[2], r[3], r[4]
+end
+
+function M.clear(q)
+    local list, delayed, reserved, notify = M.keys(q)
+    return redis.script("queue", "clear", { list, delayed, reserved, notify }, {})
+end
+
+function M.failed_record(id)
+    local flat = redis.call("queue", "HGETALL", M.failed_record_key(id))
+    if #flat == 0 then return nil end
+    local rec = { id = id }
+    for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
+    return rec
+end
+
+-- Failed records, newest first: a list of tables with the hash's fields and id.
+function M.failed_records()
+    local records = {}
+    for _, id in ipairs(redis.call("queue", "ZREVRANGE", M.failed_index_key(), 0, -1)) do
+        records[#records + 1] = M.failed_record(id)
+    end
+    return records
+end
+
+-- Pushes failed record id back onto its queue (scripts/retry.lua). Returns true,
+-- false when there is no such record; raises when its payload cannot be retried.
+function M.retry(id, q, now)
+    local list, _, _, notify = M.keys(q)
+    local r = redis.script("queue", "retry",
+        { M.failed_index_key(), M.failed_record_key(id), list, notify }, { id, now })
+    return r == 1
+end
+
+function M.forget(id)
+    local removed = redis.call("queue", "ZREM", M.failed_index_key(), id)
+    local deleted = redis.call("queue", "DEL", M.failed_record_key(id))
+    return removed + deleted > 0
+end
+
+function M.flush()
+    local ids = redis.call("queue", "ZRANGE", M.failed_index_key(), 0, -1)
+    for _, id in ipairs(ids) do
+        redis.call("queue", "DEL", M.failed_record_key(id))
+    end
+    redis.call("queue", "DEL", M.failed_index_key())
+    return #ids
+end
+
+return M

@@ -1,0 +1,46 @@
+-- luaworker.redis: Redis commands and scripts on the worker's connections ("queue":
+-- the queue connection, "cache": the cache store's), with errors raised or returned.
+local host = require "luaworker.host"
+
+local M = {}
+
+-- A Redis error reply or a lost connection, raised by call() and script(). kind is
+-- "reply" (Redis answered with an error) or "connection" (no answer will come).
+local RedisError = {}
+RedisError.__index = RedisError
+RedisError.__tostring = function(e) return e.message end
+
+local function raise(message, kind)
+    error(setmetatable({ message = message, kind = kind }, RedisError), 0)
+end
+
+function M.is_error(v)
+    return getmetatable(v) == RedisError
+end
+
+-- call(conn, "CMD", args...) -> the reply; raises a RedisError.
+function M.call(conn, ...)
+    local ok, value, kind = host.command(conn, ...)
+    if not ok then raise(value, kind) end
+    return value
+end
+
+-- try(conn, "CMD", args...) -> the reply, or nil, message, kind.
+function M.try(conn, ...)
+    local ok, value, kind = host.command(conn, ...)
+    if not ok then return nil, value, kind end
+    return value
+end
+
+-- script(conn, name, keys, args) -> the reply; raises a RedisError. The script is
+-- scripts/<name>.lua, called with EVALSHA.
+function M.script(conn, name, keys, args)
+    local argv, n = {}, 0
+    for i = 1, #keys do n = n + 1; argv[n] = keys[i] end
+    for i = 1, #args do n = n + 1; argv[n] = args[i] end
+    local ok, value, kind = host.script(conn, name, #keys, unpack(argv, 1, n))
+    if not ok then raise(value, kind) end
+    return value
+end
+
+return M

@@ -1,0 +1,437 @@
+-- luaworker.worker: `luaworker work`, Laravel's queue worker (Worker::daemon,
+-- process, handleJobException, the attempt/backoff/maxExceptions rules and
+-- stopIfNecessary) over Lua handlers. Reference: laravel-queue-reference.md 8.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local queue = require "luaworker.queue"
+local task = require "luaworker.task"
+local events = require "luaworker.events"
+local handlers = require "luaworker.handlers"
+local output = require "luaworker.output"
+local jobs = require "luaworker.job"
+local php = require "luaworker.php"
+local luaworker = require "luaworker"
+
+local null = cjson.null
+local decode = cjson.new().decode
+
+local M = {}
+
+-- Exit statuses, as queue:work's.
+local EXIT_OK, EXIT_MEMORY = 0, 12
+
+local MAX_ATTEMPTS_EXCEPTION = "Illuminate\\Queue\\MaxAttemptsExceededException"
+
+local worker = {}     -- passed to jobs: fail, connection_name
+local options, config
+local cache_prefix    -- full prefix of the cache store's keys
+
+-- An error as the worker reports it: class, message and the text stored in the
+-- failed-job record (message and traceback).
+local function exception_info(err, trace)
+    local class, message
+    if luaworker.is_exception(err) then
+        class, message = err.class, err.message
+    elseif redis.is_error(err) then
+        class, message = "RedisError", err.message
+    else
+        class, message = "LuaError", tostring(err)
+    end
+    local text = tostring(err)
+    if trace and trace ~= "" then
+        text = trace:find(text, 1, true) == 1 and trace or (text .. "\n" .. trace)
+    end
+    return { value = err, class = class, message = message, text = text }
+end
+
+local function fire(name, job, exc, extra)
+    local event = { connection_name = worker.connection_name, job = job,
+        exception = exc and exc.value or nil }
+    if extra then
+        for k, v in pairs(extra) do event[k] = v end
+    end
+    return events.fire(name, event)
+end
+
+-- Fires an event whose listeners' errors must not stop the caller; they are logged.
+local function fire_safely(name, job, exc, extra)
+    if not events.has(name) then return true end
+    local ok, result, trace = task.run(fire, name, job, exc, extra)
+    if not ok then
+        output.error("error in a " .. name .. " hook: " .. trace, job)
+        return true
+    end
+    return result
+end
+
+local function to_integer(v)
+    -- PHP's (int) cast of a backoff entry: leading digits, else 0.
+    local n = tostring(v):match("^%s*([+-]?%d+)")
+    return n and tonumber(n) or 0
+end
+
+local function split(s, sep)
+    local parts = {}
+    for part in (s .. sep):gmatch("(.-)" .. sep) do parts[#parts + 1] = part end
+    return parts
+end
+
+-- The command a handler receives: data.command unserialized for object jobs, data
+-- itself for string jobs. Returns value or nil, message.
+local function command_of(job)
+    local payload = job:payload()
+    local data = payload.data
+    if handlers.is_string_job(payload) then return data end
+    if type(data) ~= "table" or type(data.command) ~= "string" then
+        return nil, "payload has no data.command string"
+    end
+    local text = data.command
+    if text:sub(1, 2) ~= "O:" then
+        return nil, "data.command is encrypted (ShouldBeEncrypted); luaworker cannot decrypt it yet"
+    end
+    local command, err = php.unserialize(text)
+    if command == nil then
+        return nil, "data.command is not valid PHP serialize() output: " .. err
+    end
+    return command
+end
+
+-- Job::fail: record, remove the reservation, then the handler's failed() and the
+-- failing hooks. A job already deleted is only marked failed (as Laravel does).
+function worker.fail(job, err, trace)
+    if job:has_failed() and job:is_deleted() then return end
+    job:mark_as_failed()
+    if job:is_deleted() then return end
+    if err == nil then
+        err = luaworker.exception("Illuminate\\Queue\\ManuallyFailedException",
+            "This job was manually failed.")
+    end
+    local exc = exception_info(err, trace or debug.traceback("job:fail() called", 2))
+    local payload = job:payload()
+    local uuid = payload.uuid
+    if type(uuid) ~= "string" or uuid == "" then uuid = host.uuid() end
+    local now = host.now()
+    queue.fail(job:queue(), job:reserved_body(), {
+        uuid = uuid, connection = worker.connection_name, payload = job:raw_body(),
+        exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
+    })
+    job:mark_as_deleted()
+
+    local handler = handlers.resolve(payload)
+    if handler and type(handler.failed) == "function" then
+        local command = command_of(job)
+        local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)
+        if not ok then output.error("error in failed() of " .. job:name() .. ": " .. ftrace, job) end
+    end
+    fire_safely("failing", job, exc)
+    output.job("failed", job, exc)
+end
+
+local function max_tries_of(job)
+    local t = job:max_tries()
+    if t == nil then return options.tries end
+    return tonumber(t) or options.tries
+end
+
+-- retryUntil as Laravel tests it (null and 0 are "none").
+local function retry_until_of(job)
+    local r = tonumber(job:retry_until())
+    if r == 0 then return nil end
+    return r
+end
+
+local function max_attempts_exception(job)
+    return luaworker.exception(MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
+        .. " has been attempted too many times or run too long. The job may have previously timed out.")
+end
+
+-- Before running: fail the job if it already used up its attempts or its time.
+local function fail_if_already_exceeds(job)
+    local max_tries, retry_until = max_tries_of(job), retry_until_of(job)
+    if retry_until and host.now() <= retry_until then return end
+    if not retry_until and (max_tries == 0 or job:attempts() <= max_tries) then return end
+    local e = max_attempts_exception(job)
+    worker.fail(job, e, "")
+    error(e, 0)
+end
+
+-- After an error: fail the job when this was its last attempt.
+local function fail_if_will_exceed_max_attempts(job, exc)
+    local max_tries, retry_until = max_tries_of(job), retry_until_of(job)
+    if retry_until and retry_until <= host.now() then
+        worker.fail(job, exc.value, exc.text)
+    end
+    if not retry_until and max_tries > 0 and job:attempts() >= max_tries then
+        worker.fail(job, exc.value, exc.text)
+    end
+end
+
+-- After an error: count it in the cache store (key job-exceptions:<uuid>, shared
+-- with PHP workers) and fail the job when it reaches maxExceptions.
+local function fail_if_will_exceed_max_exceptions(job, exc)
+    local uuid, max_exceptions = job:uuid(), tonumber(job:max_exceptions())
+    if uuid == nil or max_exceptions == nil then return end
+    local key = cache_prefix .. "job-exceptions:" .. uuid
+    local current = redis.call("cache", "GET", key)
+    if not current or current == "" or current == "0" then
+        redis.call("cache", "SETEX", key, 86400, 0)
+    end
+    if max_exceptions <= redis.call("cache", "INCRBY", key, 1) then
+        redis.call("cache", "DEL", key)
+        worker.fail(job, exc.value, exc.text)
+    end
+end
+
+local function backoff_for(job)
+    local source = job:backoff()
+    if source == nil then source = options.effective_backoff end
+    local list = split(tostring(source), ",")
+    return to_integer(list[job:attempts()] or list[#list])
+end
+
+local function handle_job_exception(job, exc, started)
+    local ok, err, trace = task.run(function()
+        if not job:has_failed() then
+            fail_if_will_exceed_max_attempts(job, exc)
+            fail_if_will_exceed_max_exceptions(job, exc)
+        end
+    end)
+    fire_safely("exception_occurred", job, exc)
+    if not job:is_deleted() and not job:is_released() and not job:has_failed() then
+        local delay = backoff_for(job)
+        job:release(delay)
+        fire_safely("released_after_exception", job, exc, { backoff = delay })
+        output.job("released_after_exception", job, exc, host.clock() - started)
+        output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
+            tostring(job:name()), job:attempts(), delay, exc.text), job)
+    elseif not (exc.class == MAX_ATTEMPTS_EXCEPTION) then
+        output.error(string.format("%s (attempt %d) raised: %s", tostring(job:name()),
+            job:attempts(), exc.text), job)
+    end
+    if not ok then
+        output.error("while handling that error: " .. tostring(trace or err), job)
+    end
+end
+
+-- Runs the job's handler (CallQueuedHandler::call for object jobs; the class's
+-- method for string jobs). Raises what the handler raises.
+local function fire_job(job)
+    local payload = job:payload()
+    local handler, method_or_err, path = handlers.resolve(payload)
+    if not handler then error(method_or_err, 0) end
+    local command, err = command_of(job)
+    if command == nil and err then error(err .. " (job " .. tostring(job:name()) .. ")", 0) end
+    handler[method_or_err](job, command)
+    if handlers.is_string_job(payload) then
+        if not job:is_deleted_or_released() and not job:has_failed() then
+            output.error(string.format("%s returned without job:delete() or job:release(): as in "
+                .. "Laravel, a string job stays reserved and runs again after retry_after (%s)",
+                payload.job, path), job)
+        end
+    elseif not job:is_deleted_or_released() then
+        job:delete()
+    end
+end
+
+-- Worker::process for one job.
+local function process(job)
+    local started = host.clock()
+    if job.undecodable then
+        worker.fail(job, luaworker.exception("JsonException",
+            "payload cannot be decoded: " .. job.undecodable), "")
+        return
+    end
+    local ok, err, trace = task.run(function()
+        output.job("starting", job)
+        fire("before", job)
+        fail_if_already_exceeds(job)
+        if not job:is_deleted() then fire_job(job) end
+        fire("after", job)
+        output.job("success", job, nil, host.clock() - started)
+    end)
+    if not ok then handle_job_exception(job, exception_info(err, trace), started) end
+    fire_safely("attempted", job, nil, { exception_occurred = not ok })
+end
+
+-- The restart key written by `queue:restart` (and `luaworker restart`).
+local function last_restart()
+    return redis.call("cache", "GET", cache_prefix .. "illuminate:queue:restart")
+end
+
+local connection_down = false
+
+-- Reports Redis trouble once per outage; true when err was a Redis error.
+local function report_redis_error(err)
+    if redis.is_error(err) and err.kind == "connection" then
+        if not connection_down then
+            output.error(err.message .. "; retrying every second")
+            connection_down = true
+        end
+        return true
+    end
+    output.error("error while taking a job: " .. tostring(err))
+    return false
+end
+
+local secondary_queue_had_job = false
+
+-- Pops queue q (position index in --queue): migrate due jobs, pop, and block on
+-- the notify list with --block-for when this is the first queue. Payloads that are
+-- not usable are moved to the failed store (logged) and the next one is popped.
+local function pop(q, index)
+    local now = host.now()
+    queue.migrate(q, now, options.migration_batch_size)
+    local may_block = options.block_for ~= nil and index == 1 and not secondary_queue_had_job
+    for _ = 1, 1000 do
+        now = host.now()
+        local raw, reserved, problem, record_id = queue.pop(q, now, options.retry_after,
+            worker.connection_name, os.date("%Y-%m-%d %H:%M:%S", now))
+        if raw then return raw, reserved end
+        if not problem then
+            if not may_block then return nil end
+            may_block = false
+            local _, notify = select(3, queue.keys(q))
+            if not redis.call("queue", "BLPOP", notify, options.block_for) then return nil end
+        else
+            output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
+                q, problem, record_id))
+        end
+    end
+    return nil
+end
+
+-- Worker::getNextJob: the first queue in --queue order that has a job wins.
+local function get_next_job(queues)
+    local ok, result = task.run(function()
+        fire("popping", nil, nil, { queue = options.queue_list })
+        for index, q in ipairs(queues) do
+            local raw, reserved = pop(q, index)
+            if raw then
+                if index == 1 then secondary_queue_had_job = false else secondary_queue_had_job = true end
+                -- The pop script decoded the same bytes, so this only fails where
+                -- this cjson is stricter than Redis' (the job is then failed).
+                local decoded, payload = pcall(decode, raw)
+                local problem
+                if not decoded or type(payload) ~= "table" then
+                    problem = decoded and "not a JSON object" or tostring(payload)
+                    payload = { attempts = 0 }
+                end
+                local job = jobs.new(worker, q, raw, reserved, payload)
+                job.undecodable = problem
+                fire("popped", job)
+                return job
+            end
+            if index == 1 then secondary_queue_had_job = false end
+        end
+        return nil
+    end)
+    if not ok then
+        report_redis_error(result)
+        host.sleep(1)
+        return nil
+    end
+    if connection_down then
+        output.error("connection to Redis at " .. host.describe("queue") .. " is back")
+        connection_down = false
+    end
+    return result
+end
+
+local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
+    local quit = host.signals()
+    if quit then return EXIT_OK, "interrupted" end
+    if options.memory > 0 and (host.rss_mb() or 0) >= options.memory then
+        return EXIT_MEMORY, "memory"
+    end
+    local ok, current = pcall(last_restart)
+    if ok and current ~= restart_at_start then return EXIT_OK, "restart_signal" end
+    if options.stop_when_empty and not job then return EXIT_OK, "empty" end
+    if options.max_time > 0 and host.clock() - start_time >= options.max_time then
+        return EXIT_OK, "max_time"
+    end
+    if options.max_jobs > 0 and jobs_processed >= options.max_jobs then
+        return EXIT_OK, "max_jobs"
+    end
+    return nil
+end
+
+local function stop(status, reason)
+    fire_safely("stopping", nil, nil, { status = status, reason = reason })
+    return status
+end
+
+local function prepare(cli, cfg)
+    options, config = cli.options, cfg
+    worker.connection_name = cli.args[1] or config.connection_name
+    worker.options = options
+    cache_prefix = config.prefix .. config.cache_prefix
+    options.queue_list = options.queue or config.default_queue
+    options.effective_backoff = options.backoff
+    if options.delay ~= "0" and options.backoff == "0" then
+        options.effective_backoff = options.delay
+    end
+    luaworker.connection_name = worker.connection_name
+    handlers.set_dir(options.handlers)
+    handlers.add_to_package_path()
+    output.configure(options)
+end
+
+-- Runs `luaworker work`. Returns the exit status.
+function M.run(cli, cfg)
+    prepare(cli, cfg)
+    local queues = split(options.queue_list, ",")
+
+    local f = io.open(handlers.dir(), "rb")
+    if not f then
+        output.error("--handlers=" .. options.handlers .. ": no such directory")
+        return 2
+    end
+    f:close()
+    if options.timeout > 0 and options.timeout >= options.retry_after then
+        output.error(string.format("warning: --timeout=%d is not below --retry-after=%d: a job "
+            .. "still running when its reservation expires will be run a second time by another "
+            .. "worker", options.timeout, options.retry_after))
+    end
+
+    local ok, err, trace = task.run(handlers.run_init)
+    if not ok or not err then
+        output.error("cannot start: " .. tostring(trace or select(2, handlers.run_init())))
+        return 1
+    end
+
+    local restart_ok, restart_at_start = task.run(last_restart)
+    if not restart_ok then restart_at_start = nil end
+    fire_safely("starting", nil, nil, { queue = options.queue_list })
+
+    if options.once then
+        local job = get_next_job(queues)
+        if job then process(job) else host.sleep(options.sleep) end
+        return EXIT_OK
+    end
+
+    local start_time, jobs_processed = host.clock(), 0
+    while true do
+        local _, paused = host.signals()
+        if paused or fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
+            host.sleep(options.sleep > 0 and options.sleep or 1)
+            local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
+            if status then return stop(status, reason) end
+        else
+            local job = get_next_job(queues)
+            if job then
+                jobs_processed = jobs_processed + 1
+                process(job)
+                if options.rest > 0 then host.sleep(options.rest) end
+            elseif not options.stop_when_empty then
+                host.sleep(options.sleep)
+            end
+            local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
+            if status then return stop(status, reason) end
+        end
+    end
+end
+
+M.null = null
+
+return M
