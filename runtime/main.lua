@@ -30,7 +30,14 @@ local function run_lua(cli)
         io.stderr:write("luaworker: ", err, "\n")
         return 2
     end
-    local result = chunk(unpack(args))
+    local ok, result = xpcall(chunk, function(e)
+        return e == nil and e or debug.traceback(tostring(e), 2)
+    end, unpack(args))
+    if not ok then
+        -- error() without a value is how busted exits non-zero on Lua 5.1.
+        if result ~= nil then io.stderr:write("luaworker: ", result, "\n") end
+        return 1
+    end
     return type(result) == "number" and result or 0
 end
 

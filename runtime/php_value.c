@@ -4,7 +4,9 @@
  *   N;            php.null == lightuserdata(NULL) == cjson.null
  *   b:0; b:1;     boolean
  *   i:<n>;        number when |n| <= 2^53, otherwise an int64_t cdata (exact)
- *   d:<x>;        number (INF, -INF, NAN included)
+ *   d:<x>;        number (INF, -INF, NAN included).  Lua numbers serialize
+ *                 as i: when integral with |v| <= 2^53, else as d:, except
+ *                 members recorded in `floats`, which always give d:
  *   s:<n>:"..";   string (binary safe)
  *   a:<n>:{..}    table.  Keys exactly 0..n-1 in order: a sequence t[1..n].
  *                 Otherwise a map keyed by the PHP keys (int keys stay
@@ -1668,8 +1670,9 @@ static int php_value_emit(php_value_writer *w, int idx)
     case LUA_TNUMBER: {
         double d = lua_tonumber(L, idx);
         php_value_number(w, idx);
-        if (d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0
-            && !(d == 0 && signbit(d))) {
+        /* integral and exact: i:, else d: (beyond 2^53 a number is most
+         * likely a float; exact big ints are int64_t cdata) */
+        if (d == floor(d) && fabs(d) <= (double)PHP_VALUE_EXACT_INT && !(d == 0 && signbit(d))) {
             php_value_put_int(w, 'i', (long long)d);
         } else {
             php_value_put_double(w, d);

@@ -1,0 +1,239 @@
+-- Spec helpers: a client of the private redis-server spec/run started, the
+-- luaworker binary run as a user runs it (a subprocess, with a deadline), handler
+-- directories made per spec, and the Laravel 8 app in examples/laravel.
+local redis = require "redis"
+local cjson = require "cjson"
+
+local H = {}
+
+H.root = os.getenv("PWD")
+H.port = tonumber(os.getenv("LUAWORKER_SPEC_REDIS_PORT") or "")
+assert(H.port, "LUAWORKER_SPEC_REDIS_PORT is not set: run the specs with spec/run")
+H.tmp = os.getenv("LUAWORKER_SPEC_TMP") or "/tmp"
+H.json = cjson
+H.prefix = "laravel_database_"
+H.cache_prefix = "laravel_database_laravel_cache:"
+
+local clients = {}
+
+-- A client on database db (default 0).
+function H.client(db)
+    db = db or 0
+    if not clients[db] then
+        local c = redis.connect("127.0.0.1", H.port)
+        if db ~= 0 then c:select(db) end
+        clients[db] = c
+    end
+    return clients[db]
+end
+
+local commands = {}
+
+-- H.r("CMD", args...) runs a command on database 0; H.rdb(db, "CMD", ...) on db.
+function H.rdb(db, cmd, ...)
+    local f = commands[cmd]
+    if not f then
+        f = redis.command(cmd:upper())
+        commands[cmd] = f
+    end
+    return f(H.client(db), ...)
+end
+
+function H.r(cmd, ...)
+    return H.rdb(0, cmd, ...)
+end
+
+function H.flush()
+    H.r("FLUSHALL")
+end
+
+-- The four keys of queue q with the default prefix.
+function H.keys(q)
+    local k = H.prefix .. "queues:" .. (q or "default")
+    return k, k .. ":delayed", k .. ":reserved", k .. ":notify"
+end
+
+local function quote(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+H.quote = quote
+
+local counter = 0
+
+-- A fresh directory under the run's temporary directory.
+function H.tmpdir()
+    counter = counter + 1
+    local dir = string.format("%s/d%d-%d", H.tmp, counter, math.random(1e9))
+    assert(os.execute("mkdir -p " .. quote(dir)))
+    return dir
+end
+
+function H.write_file(path, text)
+    assert(os.execute("mkdir -p " .. quote(path:match("^(.*)/[^/]*$"))))
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+end
+
+function H.read_file(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+-- A handler directory holding files { ["App/Jobs/X.lua"] = "source", ... }.
+function H.handlers(files)
+    local dir = H.tmpdir()
+    for name, text in pairs(files) do H.write_file(dir .. "/" .. name, text) end
+    return dir
+end
+
+local function env_prefix(env)
+    local parts = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port }
+    for k, v in pairs(env or {}) do
+        if v == false then
+            parts[#parts + 1] = "-u " .. k
+        else
+            parts[#parts + 1] = k .. "=" .. quote(v)
+        end
+    end
+    return table.concat(parts, " ")
+end
+
+local function command_line(args, env)
+    local words = { env_prefix(env), quote(H.root .. "/luaworker") }
+    for _, a in ipairs(args) do words[#words + 1] = quote(a) end
+    return table.concat(words, " ")
+end
+
+-- Runs luaworker with args (a list) and returns {status, stdout, stderr}.
+-- opts.env: extra environment (false unsets); opts.timeout: seconds (default 60).
+function H.run(args, opts)
+    opts = opts or {}
+    local dir = H.tmpdir()
+    local cmd = string.format("cd %s && timeout -s KILL %d %s >%s/out 2>%s/err </dev/null",
+        quote(H.root), opts.timeout or 60, command_line(args, opts.env), dir, dir)
+    local _, _, status = os.execute(cmd)
+    return { status = status, stdout = H.read_file(dir .. "/out"), stderr = H.read_file(dir .. "/err") }
+end
+
+local function sleep(s)
+    os.execute("sleep " .. s)
+end
+H.sleep = sleep
+
+-- Polls fn every 50 ms until it returns a true value (returned) or timeout seconds
+-- pass (then raises with what, or returns nil when opts.soft).
+function H.wait_until(fn, timeout, what)
+    local deadline = os.time() + (timeout or 10)
+    repeat
+        local v = fn()
+        if v then return v end
+        sleep(0.05)
+    until os.time() > deadline
+    error("timed out waiting for " .. (what or "a condition"), 2)
+end
+
+local Proc = {}
+Proc.__index = Proc
+
+-- Starts luaworker in the background. Returns a process with pid, kill(sig),
+-- wait(timeout) -> exit status (128+n for signal n), stdout(), stderr().
+function H.spawn(args, opts)
+    opts = opts or {}
+    local dir = H.tmpdir()
+    local cmd = string.format("cd %s && ( %s >%s/out 2>%s/err </dev/null & echo $! >%s/pid; "
+        .. "wait $!; echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",
+        quote(H.root), command_line(args, opts.env), dir, dir, dir, dir, dir, dir)
+    assert(os.execute(cmd))
+    local p = setmetatable({ dir = dir }, Proc)
+    p.pid = tonumber(H.wait_until(function()
+        local s = H.read_file(dir .. "/pid")
+        return s and s:match("%d+")
+    end, 10, "the worker's pid"))
+    return p
+end
+
+function Proc:kill(sig)
+    os.execute("kill -" .. (sig or "TERM") .. " " .. self.pid .. " 2>/dev/null")
+end
+
+function Proc:status()
+    local s = H.read_file(self.dir .. "/status")
+    return s and tonumber(s:match("%d+"))
+end
+
+function Proc:wait(timeout)
+    local ok, status = pcall(H.wait_until, function() return self:status() end, timeout or 20,
+        "the worker to exit")
+    if not ok then
+        self:kill("KILL")
+        error(status, 2)
+    end
+    return status
+end
+
+function Proc:stdout() return H.read_file(self.dir .. "/out") or "" end
+function Proc:stderr() return H.read_file(self.dir .. "/err") or "" end
+
+-- Stops a worker still running at the end of a spec.
+function Proc:stop()
+    if not self:status() then
+        self:kill("TERM")
+        pcall(self.wait, self, 10)
+        if not self:status() then self:kill("KILL") end
+    end
+end
+
+-- A Laravel-format payload (8.83 field set) for a job class, with overrides.
+function H.payload(fields)
+    local p = {
+        uuid = string.format("%08x-0000-4000-8000-%012x", math.random(0, 0x7fffffff), math.random(0, 0x7fffffff)),
+        displayName = "App\\Jobs\\Spec",
+        job = "Illuminate\\Queue\\CallQueuedHandler@call",
+        maxTries = cjson.null, maxExceptions = cjson.null, failOnTimeout = false,
+        backoff = cjson.null, timeout = cjson.null, retryUntil = cjson.null,
+        data = { commandName = "App\\Jobs\\Spec",
+                 command = 'O:13:"App\\Jobs\\Spec":1:{s:1:"n";i:1;}' },
+        id = string.format("spec%028d", math.random(0, 1e9)),
+        attempts = 0,
+    }
+    for k, v in pairs(fields or {}) do p[k] = v end
+    return p
+end
+
+-- Pushes a payload (table or raw string) as Laravel's push script does.
+function H.push(payload, q)
+    local text = type(payload) == "table" and cjson.encode(payload) or payload
+    local list, _, _, notify = H.keys(q)
+    H.r("RPUSH", list, text)
+    H.r("RPUSH", notify, "1")
+    return text
+end
+
+-- Runs the Laravel 8 app's artisan with args; returns stdout, or raises with its output.
+function H.artisan(args, env)
+    local words = { env_prefix(env), "php", quote(H.root .. "/examples/laravel/artisan") }
+    for _, a in ipairs(args) do words[#words + 1] = quote(a) end
+    local out = H.tmpdir() .. "/artisan.out"
+    local ok = os.execute(table.concat(words, " ") .. " >" .. out .. " 2>&1 </dev/null")
+    local text = H.read_file(out) or ""
+    if not ok then error("artisan " .. table.concat(args, " ") .. " failed:\n" .. text, 2) end
+    return text
+end
+
+local laravel_ready = false
+
+-- Makes sure examples/laravel is set up (storage, SQLite failed_jobs table).
+function H.laravel_setup()
+    if laravel_ready then return end
+    local out = H.tmpdir() .. "/setup.out"
+    local ok = os.execute(env_prefix() .. " " .. quote(H.root .. "/examples/laravel/setup.sh")
+        .. " >" .. out .. " 2>&1")
+    if not ok then error("examples/laravel/setup.sh failed:\n" .. (H.read_file(out) or ""), 2) end
+    laravel_ready = true
+end
+
+return H
