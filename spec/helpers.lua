@@ -43,6 +43,25 @@ function H.r(cmd, ...)
     return H.rdb(0, cmd, ...)
 end
 
+-- HGETALL of key as a table (empty when the key does not exist).
+function H.hash(key, db)
+    local flat, t = H.rdb(db or 0, "HGETALL", key), {}
+    for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+    return t
+end
+
+-- ZRANGE key 0 -1 WITHSCORES as a list of {member, score}.
+function H.zscores(key)
+    local flat, t = H.r("ZRANGE", key, 0, -1, "WITHSCORES"), {}
+    for i = 1, #flat, 2 do t[#t + 1] = { flat[i], tonumber(flat[i + 1]) } end
+    return t
+end
+
+-- The failed-job record with id (luaworker's store), as a table.
+function H.failed_record(id)
+    return H.hash(H.prefix .. "luaworker:failed_jobs:" .. id)
+end
+
 function H.flush()
     H.r("FLUSHALL")
 end

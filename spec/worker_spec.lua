@@ -64,4 +64,352 @@ describe("luaworker work", function()
         assert.matches("^%[%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d%]%[" .. p.id .. "%] Processing: App\\Jobs\\Spec\n"
             .. "%[[^%]]+%]%[" .. p.id .. "%] Processed:  App\\Jobs\\Spec\n$", r.stdout)
     end)
+
+    it("fails a job whose handler raised, with --tries=1, keeping the payload and traceback", function()
+        local p = spec_job("error")
+        local text = H.push(p)
+        local r = work()
+        assert.are.equal(0, r.status)
+        local _, _, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        local record = H.failed_record(p.uuid)
+        assert.are.equal(text, record.payload)
+        assert.are.equal("redis", record.connection)
+        assert.are.equal("default", record.queue)
+        assert.matches("boom from the handler", record.exception)
+        assert.matches("stack traceback", record.exception)
+        assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d$", record.failed_at)
+        assert.are.same({ p.uuid }, H.r("ZRANGE", "laravel_database_luaworker:failed_jobs", 0, -1))
+        assert.matches("Failed:     App\\Jobs\\Spec", r.stdout)
+        assert.are.same({ "boom from the handler" }, (function()
+            local list = H.r("LRANGE", "spec:failed", 0, -1)
+            return { list[1]:match("boom from the handler") }
+        end)())
+    end)
+
+    it("releases a job that raised while attempts remain, with the backoff for its attempt", function()
+        local p = spec_job("error", { maxTries = 3, backoff = "1,5,10", attempts = 1 })
+        H.push(p)
+        local before = os.time()
+        work()
+        local _, delayed, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        local members = H.zscores(delayed)
+        assert.are.equal(1, #members)
+        local copy, score = members[1][1], tonumber(members[1][2])
+        assert.are.equal(2, cjson.decode(copy).attempts)
+        -- attempt 2 of "1,5,10" -> 5 seconds
+        assert.is_true(score >= before + 5 and score <= os.time() + 5)
+        assert.are.equal(0, H.r("EXISTS", "laravel_database_luaworker:failed_jobs:" .. p.uuid))
+    end)
+
+    it("uses the last backoff entry past the end of the list, and --backoff when the payload has none", function()
+        H.push(spec_job("error", { maxTries = 9, backoff = "1,2", attempts = 4 }))
+        H.push(spec_job("error", { maxTries = 9 }))
+        local before = os.time()
+        work({ "--stop-when-empty", "--backoff=30,60" })
+        local _, delayed = H.keys()
+        local scores = {}
+        for _, m in ipairs(H.zscores(delayed)) do
+            scores[cjson.decode(m[1]).attempts] = tonumber(m[2]) - before
+        end
+        assert.is_true(scores[5] >= 1 and scores[5] <= 3)     -- "1,2", attempt 5 -> 2
+        assert.is_true(scores[1] >= 29 and scores[1] <= 31)   -- --backoff 30,60, attempt 1 -> 30
+    end)
+
+    it("fails without running the handler a job that already used its attempts", function()
+        local p = spec_job("ok", { maxTries = 2, attempts = 2 })
+        H.push(p)
+        local r = work()
+        assert.are.equal(0, #ran())
+        local record = H.failed_record(p.uuid)
+        assert.are.equal("Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Spec has been "
+            .. "attempted too many times or run too long. The job may have previously timed out.",
+            record.exception)
+        assert.matches("Processing: App\\Jobs\\Spec\n.*Failed:     App\\Jobs\\Spec\n", r.stdout)
+    end)
+
+    it("takes --tries when the payload has no maxTries, 0 meaning unlimited", function()
+        H.push(spec_job("ok", { attempts = 5 }))
+        work({ "--stop-when-empty", "--tries=0" })
+        assert.are.equal(1, #ran())
+        H.push(spec_job("ok", { attempts = 5 }))
+        work({ "--stop-when-empty", "--tries=5" })
+        assert.are.equal(1, #ran())
+    end)
+
+    it("lets retryUntil replace maxTries: a future one allows a run, a past one fails at once", function()
+        H.push(spec_job("error", { maxTries = 1, attempts = 3, retryUntil = os.time() + 300, backoff = "60" }))
+        work()
+        assert.are.equal(1, #ran())
+        local _, delayed = H.keys()
+        assert.are.equal(1, H.r("ZCARD", delayed))
+
+        H.flush()
+        local p = spec_job("ok", { retryUntil = os.time() - 5 })
+        H.push(p)
+        work()
+        assert.are.equal(0, #ran())
+        assert.are.equal(1, H.r("EXISTS", "laravel_database_luaworker:failed_jobs:" .. p.uuid))
+    end)
+
+    it("counts exceptions in the cache store's job-exceptions key and fails at maxExceptions", function()
+        local p = spec_job("error", { maxTries = 10, maxExceptions = 2, backoff = "60" })
+        H.push(p)
+        work()
+        local key = H.cache_prefix .. "job-exceptions:" .. p.uuid
+        assert.are.equal("1", H.rdb(1, "GET", key))
+        local ttl = H.rdb(1, "TTL", key)
+        assert.is_true(ttl > 86000 and ttl <= 86400)
+        -- make the released job due again and run it: the second exception fails it
+        local _, delayed = H.keys()
+        local copy = H.r("ZRANGE", delayed, 0, -1)[1]
+        H.r("ZADD", delayed, 0, copy)
+        work()
+        assert.are.equal(2, #ran())
+        assert.are.equal(0, H.rdb(1, "EXISTS", key))
+        assert.are.equal(1, H.r("EXISTS", "laravel_database_luaworker:failed_jobs:" .. p.uuid))
+        assert.are.equal(0, H.r("ZCARD", delayed))
+    end)
+
+    it("lets a handler release, delete or fail its job", function()
+        local released, deleted, failed = spec_job("release"), spec_job("delete"), spec_job("fail")
+        H.push(released); H.push(deleted); H.push(failed)
+        local before = os.time()
+        local r = work()
+        assert.are.equal(3, #ran())
+        local list, delayed, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        local members = H.zscores(delayed)
+        assert.are.equal(1, #members)
+        assert.are.equal(released.id, cjson.decode(members[1][1]).id)
+        assert.is_true(tonumber(members[1][2]) >= before + 7)
+        local record = H.failed_record(failed.uuid)
+        assert.matches("^failed by the handler", record.exception)
+        assert.are.equal(0, H.r("EXISTS", "laravel_database_luaworker:failed_jobs:" .. deleted.uuid))
+        -- a job that failed itself prints Failed: then Processed:, as Laravel 8 does
+        assert.matches("%[" .. failed.id .. "%] Failed:     App\\Jobs\\Spec\n[^\n]*%[" .. failed.id
+            .. "%] Processed:  App\\Jobs\\Spec", r.stdout)
+    end)
+
+    it("fails a job whose handler is missing, naming the class and the paths tried", function()
+        local p = H.payload({ displayName = "App\\Jobs\\Nowhere",
+            data = { commandName = "App\\Jobs\\Elsewhere", command = 'O:8:"Nowhere1":0:{}' } })
+        H.push(p)
+        local r = work()
+        assert.are.equal(0, r.status)
+        local record = H.failed_record(p.uuid)
+        assert.are.equal("no handler for App\\Jobs\\Nowhere: tried " .. handlers
+            .. "/App/Jobs/Nowhere.lua, " .. handlers .. "/App/Jobs/Elsewhere.lua", record.exception:match("^[^\n]*"))
+    end)
+
+    it("falls back to data.commandName when no handler matches displayName", function()
+        local p = spec_job("ok", { displayName = "Custom display name" })
+        H.push(p)
+        work()
+        assert.are.equal(1, #ran())
+    end)
+
+    it("calls the method of a string job with its data, and leaves it reserved unless it deletes itself", function()
+        handlers = H.handlers({ ["App/Handlers/Str.lua"] = [[
+            local luaworker = require "luaworker"
+            return { run = function(job, data)
+                luaworker.redis("RPUSH", "spec:ran", luaworker.json.encode(data))
+                if data.delete then job:delete() end
+            end }
+        ]] })
+        local a = H.payload({ displayName = "App\\Handlers\\Str", job = "App\\Handlers\\Str@run",
+            data = { x = 1, delete = true } })
+        local b = H.payload({ displayName = "App\\Handlers\\Str", job = "App\\Handlers\\Str@run",
+            data = { x = 2 } })
+        a.retryUntil, b.retryUntil = nil, nil
+        H.push(a); H.push(b)
+        local r = work()
+        local seen = ran()
+        assert.are.same({ { x = 1, delete = true }, { x = 2 } }, seen)
+        local _, _, reserved = H.keys()
+        assert.are.equal(1, H.r("ZCARD", reserved))
+        assert.matches("App\\Handlers\\Str@run returned without job:delete%(%) or job:release%(%)", r.stderr)
+    end)
+
+    it("raises a clear error when a handler writes a global, failing that job only", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function() counter = 1 end }",
+            ["App/Jobs/Other.lua"] = RECORDER })
+        local p = spec_job("ok")
+        H.push(p)
+        H.push(spec_job("ok", { displayName = "App\\Jobs\\Other" }))
+        work()
+        local record = H.failed_record(p.uuid)
+        assert.matches("Spec.lua:1: assignment to global 'counter': handlers may not create globals "
+            .. "%(declare it local%)", record.exception)
+        assert.are.equal(1, #ran())
+    end)
+
+    it("keeps payloads that are not JSON or lack a numeric attempts in the failed store and goes on", function()
+        local list = H.keys()
+        H.r("RPUSH", list, "{not json")
+        H.r("RPUSH", list, '{"uuid":"x","job":"y"}')
+        H.push(spec_job("ok"))
+        local r = work()
+        assert.are.equal(0, r.status)
+        assert.are.equal(1, #ran())
+        local ids = H.r("ZRANGE", "laravel_database_luaworker:failed_jobs", 0, -1)
+        assert.are.equal(2, #ids)
+        local payloads = {}
+        for _, id in ipairs(ids) do
+            local rec = H.failed_record(id)
+            payloads[rec.payload] = rec.exception
+        end
+        assert.matches('^payload is not a JSON object with a numeric "attempts"', payloads["{not json"])
+        assert.matches('^payload is not a JSON object with a numeric "attempts"', payloads['{"uuid":"x","job":"y"}'])
+        assert.matches("kept as failed job", r.stderr)
+    end)
+
+    it("works queues in --queue priority order", function()
+        H.push(spec_job("ok", { id = "low1" }), "low")
+        H.push(spec_job("ok", { id = "high1" }), "high")
+        H.push(spec_job("ok", { id = "high2" }), "high")
+        work({ "--stop-when-empty", "--queue=high,low" })
+        local order = {}
+        for i, j in ipairs(ran()) do order[i] = j.id end
+        assert.are.same({ "high1", "high2", "low1" }, order)
+    end)
+
+    it("moves due delayed jobs and expired reservations back to the queue before popping", function()
+        local list, delayed, reserved = H.keys()
+        local d = spec_job("ok", { id = "delayed-due" })
+        local x = spec_job("ok", { id = "reserved-expired", attempts = 1, maxTries = 3 })
+        local f = spec_job("ok", { id = "delayed-future" })
+        H.r("ZADD", delayed, os.time() - 1, cjson.encode(d))
+        H.r("ZADD", delayed, os.time() + 100, cjson.encode(f))
+        H.r("ZADD", reserved, os.time() - 1, cjson.encode(x))
+        work()
+        local got = {}
+        for _, j in ipairs(ran()) do got[j.id] = j.attempts end
+        assert.are.same({ ["delayed-due"] = 1, ["reserved-expired"] = 2 }, got)
+        assert.are.equal(1, H.r("ZCARD", delayed))
+        assert.are.equal(0, H.r("LLEN", list))
+    end)
+
+    it("reserves a job for --retry-after seconds while it runs", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = [[
+            local luaworker = require "luaworker"
+            return { handle = function(job)
+                local r = luaworker.redis("ZRANGE", luaworker.prefix .. "queues:default:reserved", 0, -1, "WITHSCORES")
+                luaworker.redis("SET", "spec:reserved", luaworker.json.encode(r))
+            end }
+        ]] })
+        H.push(spec_job("ok"))
+        local before = os.time()
+        work({ "--stop-when-empty", "--retry-after=500" })
+        local r = cjson.decode(H.r("GET", "spec:reserved"))
+        assert.are.equal(2, #r) -- member, score
+        assert.are.equal(1, cjson.decode(r[1]).attempts)
+        assert.is_true(tonumber(r[2]) >= before + 500 and tonumber(r[2]) <= os.time() + 500)
+    end)
+
+    it("fires the hooks registered in init.lua in Laravel's order", function()
+        handlers = H.handlers({
+            ["App/Jobs/Spec.lua"] = RECORDER,
+            ["init.lua"] = [[
+                local luaworker = require "luaworker"
+                local function log(name)
+                    return function(e)
+                        local what = name
+                        if e.job then what = what .. ":" .. e.job:id() end
+                        if e.exception then what = what .. ":" .. tostring(e.exception):match("boom") end
+                        luaworker.redis("RPUSH", "spec:events", what)
+                    end
+                end
+                for _, n in ipairs({ "starting", "before", "after", "failing", "exception_occurred",
+                                     "released_after_exception", "stopping" }) do
+                    luaworker[n](log(n))
+                end
+            ]],
+        })
+        H.push(spec_job("ok", { id = "a" }))
+        H.push(spec_job("error", { id = "b" }))
+        H.push(spec_job("error", { id = "c", maxTries = 2, backoff = "60" }))
+        work()
+        assert.are.same({ "starting", "before:a", "after:a",
+            "before:b", "failing:b:boom", "exception_occurred:b:boom",
+            "before:c", "exception_occurred:c:boom", "released_after_exception:c:boom",
+            "stopping" }, H.r("LRANGE", "spec:events", 0, -1))
+    end)
+
+    it("pauses the loop while a looping hook returns false", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = RECORDER, ["init.lua"] = [[
+            local luaworker = require "luaworker"
+            luaworker.looping(function() return luaworker.redis("GET", "spec:go") == "1" end)
+        ]] })
+        H.push(spec_job("ok"))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
+        H.sleep(0.5)
+        assert.are.equal(0, #ran())
+        H.r("SET", "spec:go", "1")
+        H.wait_until(function() return #ran() == 1 end, 10, "the job to run")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("prints one JSON object per event with --json", function()
+        local p = spec_job("ok")
+        H.push(p)
+        local r = work({ "--stop-when-empty", "--json" })
+        local lines = {}
+        for line in r.stdout:gmatch("[^\n]+") do lines[#lines + 1] = cjson.decode(line) end
+        assert.are.equal(2, #lines)
+        assert.are.equal("starting", lines[1].status)
+        assert.are.equal("success", lines[2].status)
+        assert.are.equal("deleted", lines[2].result)
+        assert.are.equal(p.id, lines[2].id)
+        assert.are.equal(p.uuid, lines[2].uuid)
+        assert.are.equal("App\\Jobs\\Spec", lines[2].job)
+        assert.are.equal("default", lines[2].queue)
+        assert.are.equal("redis", lines[2].connection)
+        assert.are.equal(1, lines[2].attempts)
+        assert.is_number(lines[2].duration)
+    end)
+
+    it("stops after --max-jobs jobs, and --once after one", function()
+        for i = 1, 3 do H.push(spec_job("ok", { id = "j" .. i })) end
+        assert.are.equal(0, work({ "--max-jobs=2" }).status)
+        assert.are.equal(2, #ran())
+        assert.are.equal(0, work({ "--once" }).status)
+        assert.are.equal(3, #ran())
+    end)
+
+    it("exits 0 when the restart key changes, and on TERM", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 10, "the job to run")
+        H.rdb(1, "SET", H.cache_prefix .. "illuminate:queue:restart", tostring(os.time()))
+        assert.are.equal(0, w:wait(10))
+
+        local w2 = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=5" })
+        H.sleep(0.3)
+        w2:kill("TERM")
+        assert.are.equal(0, w2:wait(3))
+    end)
+
+    it("blocks on the first queue's notify list with --block-for and wakes on a push", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0", "--block-for=5" })
+        H.sleep(0.3)
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 3, "the blocked worker to take the job")
+        w:stop()
+    end)
+
+    it("uses EVALSHA and loads a script again after SCRIPT FLUSH", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 10, "the first job")
+        H.r("SCRIPT", "FLUSH")
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 2 end, 10, "the job after SCRIPT FLUSH")
+        w:stop()
+        local stats = H.r("INFO", "commandstats")
+        assert.matches("cmdstat_evalsha:", stats)
+        assert.is_nil(stats:match("cmdstat_eval:"))
+    end)
 end)
