@@ -149,7 +149,7 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
         /* `lua <file> args...`: everything after the file belongs to the script. */
         if (rest_are_args || a[0] != '-' || strcmp(a, "-") == 0) {
             if (out->nargs >= c->max_args) {
-                snprintf(err, errlen, "luaworker %s: unexpected argument '%s' (usage: luaworker %s %s)",
+                snprintf(err, errlen, "%s: unexpected argument '%s' (usage: luaworker %s %s)",
                          c->name, a, c->name, c->args);
                 return -1;
             }
@@ -165,7 +165,7 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
         if (strcmp(a, "-q") == 0)
             a = "--quiet";
         if (strncmp(a, "--", 2) != 0) {
-            snprintf(err, errlen, "luaworker %s: unknown option '%s'", c->name, a);
+            snprintf(err, errlen, "%s: unknown option '%s'", c->name, a);
             return -1;
         }
         const char *name = a + 2, *eq = strchr(name, '=');
@@ -176,7 +176,7 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
                 break;
         const struct cli_option *o = &c->options[k];
         if (!o->name) {
-            snprintf(err, errlen, "luaworker %s: unknown option '--%.*s' (see luaworker help %s)",
+            snprintf(err, errlen, "%s: unknown option '--%.*s' (see luaworker help %s)",
                      c->name, (int)namelen, name, c->name);
             return -1;
         }
@@ -200,7 +200,7 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
         out->values[k] = value;
     }
     if (out->nargs < c->min_args) {
-        snprintf(err, errlen, "luaworker %s: missing argument (usage: luaworker %s %s)", c->name,
+        snprintf(err, errlen, "%s: missing argument (usage: luaworker %s %s)", c->name,
                  c->name, c->args);
         return -1;
     }

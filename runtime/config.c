@@ -165,6 +165,31 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
     return 0;
 }
 
+/* ASCII for U+00C0..U+024F (Latin-1 letters, Latin Extended-A and -B), as Laravel's
+ * Str::ascii() gives them for language "en", alphanumerics only. */
+static const char *const latin_ascii[0x250 - 0xC0] = {
+    "A", "A", "A", "A", "A", "A", "AE", "C", "E", "E", "E", "E", "I", "I", "I", "I", "D", "N", "O",
+    "O", "O", "O", "O", "", "O", "U", "U", "U", "U", "Y", "TH", "ss", "a", "a", "a", "a", "a", "a",
+    "ae", "c", "e", "e", "e", "e", "i", "i", "i", "i", "d", "n", "o", "o", "o", "o", "o", "", "o",
+    "u", "u", "u", "u", "y", "th", "y", "A", "a", "A", "a", "A", "a", "C", "c", "C", "c", "C", "c",
+    "C", "c", "D", "d", "D", "d", "E", "e", "E", "e", "E", "e", "E", "e", "E", "e", "G", "g", "G",
+    "g", "G", "g", "G", "g", "H", "h", "H", "h", "I", "i", "I", "i", "I", "i", "I", "i", "I", "i",
+    "IJ", "ij", "J", "j", "k", "k", "k", "L", "l", "L", "l", "L", "l", "L", "l", "L", "l", "N",
+    "n", "N", "n", "N", "n", "n", "N", "n", "O", "o", "O", "o", "O", "o", "OE", "oe", "R", "r",
+    "R", "r", "R", "r", "S", "s", "S", "s", "S", "s", "S", "s", "T", "t", "T", "t", "T", "t", "U",
+    "u", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u", "W", "w", "Y", "y", "Y", "Z", "z", "Z",
+    "z", "Z", "z", "s", "", "B", "", "", "", "", "", "", "", "", "", "", "", "", "", "E", "", "",
+    "f", "", "", "", "", "I", "", "", "l", "", "", "", "", "O", "O", "o", "", "", "", "", "", "",
+    "", "", "", "", "", "", "", "U", "u", "U", "", "", "", "Z", "z", "", "", "", "", "", "", "",
+    "", "", "", "", "", "", "", "", "", "LJ", "Lj", "lj", "NJ", "Nj", "nj", "A", "a", "I", "i",
+    "O", "o", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u", "", "", "", "", "", "", "", "", "",
+    "", "", "", "", "O", "o", "", "", "", "", "j", "DZ", "Dz", "dz", "", "", "", "", "N", "n", "A",
+    "a", "AE", "ae", "O", "o", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
+    "", "", "", "", "", "", "", "S", "s", "T", "t", "", "", "", "", "", "", "", "", "", "", "A",
+    "a", "E", "e", "", "", "", "", "O", "o", "", "", "Y", "y", "", "", "", "", "db", "qp", "A",
+    "C", "c", "L", "T", "", "", "", "", "", "U", "", "E", "e", "J", "j", "", "", "", "", "Y", "y"
+};
+
 /* Appends ch to out[*n], preceded by sep when a separator is pending. */
 static void slug_put(char *out, size_t outlen, size_t *n, int *pending_sep, char sep, char ch)
 {
@@ -191,9 +216,17 @@ void config_slug(const char *title, char sep, char *out, size_t outlen)
             slug_put(out, outlen, &n, &pending_sep, sep, 'a');
             slug_put(out, outlen, &n, &pending_sep, sep, 't');
             pending_sep = 1;
-        } else if (c < 0x80 && isalnum(c)) {
-            slug_put(out, outlen, &n, &pending_sep, sep, (char)tolower(c));
+        } else if (c < 0x80) {
+            if (isalnum(c))
+                slug_put(out, outlen, &n, &pending_sep, sep, (char)tolower(c));
+        } else if (c >= 0xC3 && c <= 0xC9 && (p[1] & 0xC0) == 0x80) {
+            unsigned cp = ((unsigned)(c & 0x1F) << 6) | (p[1] & 0x3F);
+            p++;
+            if (cp >= 0xC0 && cp < 0x250)
+                for (const char *a = latin_ascii[cp - 0xC0]; *a; a++)
+                    slug_put(out, outlen, &n, &pending_sep, sep, (char)tolower((unsigned char)*a));
         }
+        /* other non-ASCII characters are dropped */
     }
     out[n] = '\0';
 }

@@ -32,8 +32,9 @@ struct config {
 int config_load(struct config *c, const char *env_file, int laravel_version,
                 char *err, size_t errlen);
 
-/* Writes Laravel's Str::slug(title, sep) for ASCII titles into out (non-ASCII bytes
- * are dropped: set REDIS_PREFIX explicitly for such app names). */
+/* Writes Laravel's Str::slug(title, sep) into out. Latin letters (U+00C0..U+024F)
+ * are transliterated as Laravel does; other non-ASCII characters are dropped (set
+ * REDIS_PREFIX explicitly for app names in other scripts). */
 void config_slug(const char *title, char sep, char *out, size_t outlen);
 
 #endif

@@ -74,9 +74,12 @@ static int expand(struct parser *ps, struct buf *out)
 
 static int parse_double_quoted(struct parser *ps, struct buf *out)
 {
+    int start_line = ps->line;
     for (;;) {
-        if (ps->p >= ps->end)
+        if (ps->p >= ps->end) {
+            ps->line = start_line;
             return fail(ps, "expected a closing '\"'");
+        }
         char c = *ps->p++;
         if (c == '"')
             return 0;
@@ -108,13 +111,16 @@ static int parse_double_quoted(struct parser *ps, struct buf *out)
 static int parse_single_quoted(struct parser *ps, struct buf *out)
 {
     const char *start = ps->p;
+    int start_line = ps->line;
     while (ps->p < ps->end && *ps->p != '\'') {
         if (*ps->p == '\n')
             ps->line++;
         ps->p++;
     }
-    if (ps->p >= ps->end)
+    if (ps->p >= ps->end) {
+        ps->line = start_line;
         return fail(ps, "expected a closing \"'\"");
+    }
     if (buf_put(out, start, (size_t)(ps->p - start)))
         return fail(ps, "out of memory");
     ps->p++;

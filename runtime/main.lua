@@ -53,8 +53,10 @@ function M.run(cli, config)
     end
     local ok, status = task.run(require("luaworker.commands")[command], cli, config)
     if ok then return status end
-    if redis.is_error(status) then
-        io.stderr:write("luaworker: ", status.message, " (Redis at ", host.describe("queue"), ")\n")
+    if redis.is_error(status) and status.kind == "reply" then
+        io.stderr:write("luaworker: Redis at ", host.describe("queue"), ": ", status.message, "\n")
+    elseif redis.is_error(status) then
+        io.stderr:write("luaworker: ", status.message, "\n")
     else
         io.stderr:write("luaworker: ", tostring(status), "\n")
     end

@@ -99,15 +99,15 @@ describe("luaworker command line", function()
     end)
 
     it("rejects an unknown long option", function()
-        rejects({ "work", "--bogus" }, "luaworker work: unknown option '--bogus' (see luaworker help work)")
+        rejects({ "work", "--bogus" }, "work: unknown option '--bogus' (see luaworker help work)")
     end)
 
     it("rejects an unknown short option", function()
-        rejects({ "work", "-x" }, "luaworker work: unknown option '-x'")
+        rejects({ "work", "-x" }, "work: unknown option '-x'")
     end)
 
     it("rejects an option of another command", function()
-        rejects({ "size", "--tries=3" }, "luaworker size: unknown option '--tries' (see luaworker help size)")
+        rejects({ "size", "--tries=3" }, "size: unknown option '--tries' (see luaworker help size)")
     end)
 
     it("rejects --sleep=abc", function()
@@ -152,20 +152,20 @@ describe("luaworker command line", function()
     end)
 
     it("rejects retry without an id", function()
-        rejects({ "retry" }, "luaworker retry: missing argument (usage: luaworker retry <id>... | all)")
+        rejects({ "retry" }, "retry: missing argument (usage: luaworker retry <id>... | all)")
     end)
 
     it("rejects forget without an id", function()
-        rejects({ "forget" }, "luaworker forget: missing argument (usage: luaworker forget <id>)")
+        rejects({ "forget" }, "forget: missing argument (usage: luaworker forget <id>)")
     end)
 
     it("rejects push without a job name", function()
         rejects({ "push" },
-            "luaworker push: missing argument (usage: luaworker push <displayName|Class@method> [json-data])")
+            "push: missing argument (usage: luaworker push <displayName|Class@method> [json-data])")
     end)
 
     it("rejects an extra argument", function()
-        rejects({ "forget", "a", "b" }, "luaworker forget: unexpected argument 'b' (usage: luaworker forget <id>)")
+        rejects({ "forget", "a", "b" }, "forget: unexpected argument 'b' (usage: luaworker forget <id>)")
     end)
 
     it("rejects --scripts naming no directory", function()

@@ -109,16 +109,17 @@ function H.handlers(files)
     return dir
 end
 
+-- "env [-u NAME]... NAME=value..." for the extra environment (false unsets a name).
 local function env_prefix(env)
-    local parts = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port }
+    local unset, set = { "env" }, { "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port }
     for k, v in pairs(env or {}) do
         if v == false then
-            parts[#parts + 1] = "-u " .. k
+            unset[#unset + 1] = "-u " .. k
         else
-            parts[#parts + 1] = k .. "=" .. quote(v)
+            set[#set + 1] = k .. "=" .. quote(v)
         end
     end
-    return table.concat(parts, " ")
+    return table.concat(unset, " ") .. " " .. table.concat(set, " ")
 end
 
 local function command_line(args, env)
