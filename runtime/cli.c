@@ -20,7 +20,7 @@ static const struct cli_option work_options[] = {
     {"backoff", CLI_BACKOFF, "0", "seconds to wait before retrying a job that raised an error (may be a list: 1,5,10)"},
     {"max-jobs", CLI_UINT, "0", "exit after this many jobs (0 = no limit)"},
     {"max-time", CLI_UINT, "0", "exit after this many seconds (0 = no limit)"},
-    {"force", CLI_FLAG, NULL, "work even when the app is in maintenance mode"},
+    {"force", CLI_FLAG, NULL, "work even when the app is in maintenance mode (storage/framework/down beside --env-file)"},
     {"memory", CLI_UINT, "128", "exit with status 12 when resident memory reaches this many MB"},
     {"sleep", CLI_SECONDS, "3", "seconds to sleep when no job is available"},
     {"rest", CLI_SECONDS, "0", "seconds to rest after each job"},

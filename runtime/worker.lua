@@ -39,6 +39,10 @@ local function exception_info(err, trace)
         class, message = "LuaError", tostring(err)
     end
     local text = tostring(err)
+    if trace then
+        -- the frames below the handler are luaworker's own
+        trace = trace:gsub('\n\t%[string "luaworker[^\n]*', "")
+    end
     if trace and trace ~= "" then
         text = trace:find(text, 1, true) == 1 and trace or (text .. "\n" .. trace)
     end
@@ -356,6 +360,17 @@ local function stop_if_necessary(restart_at_start, start_time, jobs_processed, j
     return nil
 end
 
+-- Laravel 8's maintenance mode: the app (the directory of --env-file) has
+-- storage/framework/down. Without --env-file the app is unknown: never down.
+local down_file
+
+local function down_for_maintenance()
+    if not down_file or options.force then return false end
+    local f = io.open(down_file, "rb")
+    if f then f:close() end
+    return f ~= nil
+end
+
 local function stop(status, reason)
     fire_safely("stopping", nil, nil, { status = status, reason = reason })
     return status
@@ -372,6 +387,9 @@ local function prepare(cli, cfg)
         options.effective_backoff = options.delay
     end
     luaworker.connection_name = worker.connection_name
+    if options.env_file then
+        down_file = (options.env_file:match("^(.*)/[^/]*$") or ".") .. "/storage/framework/down"
+    end
     handlers.set_dir(options.handlers)
     handlers.add_to_package_path()
     output.configure(options)
@@ -405,6 +423,10 @@ function M.run(cli, cfg)
     fire_safely("starting", nil, nil, { queue = options.queue_list })
 
     if options.once then
+        if down_for_maintenance() then
+            host.sleep(options.sleep)
+            return EXIT_OK
+        end
         local job = get_next_job(queues)
         if job then process(job) else host.sleep(options.sleep) end
         return EXIT_OK
@@ -413,7 +435,7 @@ function M.run(cli, cfg)
     local start_time, jobs_processed = host.clock(), 0
     while true do
         local _, paused = host.signals()
-        if paused or fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
+        if down_for_maintenance() or paused or fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
             host.sleep(options.sleep > 0 and options.sleep or 1)
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
             if status then return stop(status, reason) end
