@@ -15,6 +15,8 @@ struct redis_conn {
     const struct scripts *scripts;
     char label[16];
     char describe[300];
+    redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
+    char setup_error[600];         /* why, for the replies still pending on it */
 };
 
 /* One command in flight. For script calls it keeps a copy of the arguments so that
@@ -43,15 +45,26 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct redis_conn *c = ac->data;
     if (c && c->ac == ac)
         c->ac = NULL;
+    if (c && c->failed_ac == ac)
+        c->failed_ac = NULL;
 }
 
-/* Replies to the set-up commands sent on connect. An error here (wrong password,
- * bad database) shows up again in the replies to the commands that follow. */
+/* Replies to the set-up commands sent on connect (privdata: the command's name).
+ * When one fails (wrong credentials, bad database, scripts not allowed), the
+ * connection is closed: the commands queued behind it fail as lost with that
+ * reason, and the next command connects again. */
 static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
-    (void)ac;
-    (void)r;
-    (void)privdata;
+    const redisReply *reply = r;
+    struct redis_conn *c = ac->data;
+    if (!c || !reply || reply->type != REDIS_REPLY_ERROR || c->failed_ac == ac)
+        return;
+    snprintf(c->setup_error, sizeof c->setup_error, "Redis at %s refused %s: %.*s", c->describe,
+             (const char *)privdata, (int)reply->len, reply->str);
+    c->failed_ac = ac;
+    if (c->ac == ac)
+        c->ac = NULL;
+    redisAsyncDisconnect(ac);
 }
 
 static int connect_now(struct redis_conn *c, char *err, size_t errlen)
@@ -72,16 +85,16 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     if (c->settings.password[0]) {
         if (c->settings.username[0])
-            redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s %s", c->settings.username,
+            redisAsyncCommand(ac, on_setup_reply, "AUTH", "AUTH %s %s", c->settings.username,
                               c->settings.password);
         else
-            redisAsyncCommand(ac, on_setup_reply, NULL, "AUTH %s", c->settings.password);
+            redisAsyncCommand(ac, on_setup_reply, "AUTH", "AUTH %s", c->settings.password);
     }
     if (c->settings.db)
-        redisAsyncCommand(ac, on_setup_reply, NULL, "SELECT %d", c->settings.db);
+        redisAsyncCommand(ac, on_setup_reply, "SELECT", "SELECT %d", c->settings.db);
     for (size_t i = 0; c->scripts && i < c->scripts->count; i++)
-        redisAsyncCommand(ac, on_setup_reply, NULL, "SCRIPT LOAD %b", c->scripts->items[i].text,
-                          c->scripts->items[i].len);
+        redisAsyncCommand(ac, on_setup_reply, "SCRIPT LOAD", "SCRIPT LOAD %b",
+                          c->scripts->items[i].text, c->scripts->items[i].len);
     c->ac = ac;
     return 0;
 }
@@ -148,12 +161,16 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         p->retried = 1;
         const char *load[] = {"SCRIPT", "LOAD", p->script->text};
         size_t loadlen[] = {6, 4, p->script->len};
-        if (c->ac && redisAsyncCommandArgv(c->ac, on_setup_reply, NULL, 3, load, loadlen) == REDIS_OK &&
+        if (c->ac && redisAsyncCommandArgv(c->ac, on_setup_reply, "SCRIPT LOAD", 3, load, loadlen) == REDIS_OK &&
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
-    if (reply) {
+    if (reply && ac == c->failed_ac) {
+        p->fn(p->data, NULL, c->setup_error);
+    } else if (reply) {
         p->fn(p->data, reply, NULL);
+    } else if (ac == c->failed_ac) {
+        p->fn(p->data, NULL, c->setup_error);
     } else {
         char lost[700];
         snprintf(lost, sizeof lost, "Redis connection to %s lost: %s", c->describe,
