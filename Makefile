@@ -44,7 +44,7 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev
-DEB_TEST  = redis-server lua5.1 lua-busted lua-socket lua-posix lua-redis \
+DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
             php-cli php-redis php-sqlite3 php-laravel-framework
 
 .PHONY: all deps test demo bench clean install

@@ -194,13 +194,14 @@ local function backoff_for(job)
     return to_integer(list[job:attempts()] or list[#list])
 end
 
+-- Worker::handleJobException: the fail checks, then the automatic release.
+-- Raises what Redis raises (the caller logs it; the job then stays reserved and
+-- comes back after retry_after, as with PHP).
 local function handle_job_exception(job, exc, started)
-    local ok, err, trace = task.run(function()
-        if not job:has_failed() then
-            fail_if_will_exceed_max_attempts(job, exc)
-            fail_if_will_exceed_max_exceptions(job, exc)
-        end
-    end)
+    if not job:has_failed() then
+        fail_if_will_exceed_max_attempts(job, exc)
+        fail_if_will_exceed_max_exceptions(job, exc)
+    end
     fire_safely("exception_occurred", job, exc)
     if not job:is_deleted() and not job:is_released() and not job:has_failed() then
         local delay = backoff_for(job)
@@ -209,12 +210,9 @@ local function handle_job_exception(job, exc, started)
         output.job("released_after_exception", job, exc, host.clock() - started)
         output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
             tostring(job:name()), job:attempts(), delay, exc.text), job)
-    elseif not (exc.class == MAX_ATTEMPTS_EXCEPTION) then
+    elseif exc.class ~= MAX_ATTEMPTS_EXCEPTION then
         output.error(string.format("%s (attempt %d) raised: %s", tostring(job:name()),
             job:attempts(), exc.text), job)
-    end
-    if not ok then
-        output.error("while handling that error: " .. tostring(trace or err), job)
     end
 end
 
@@ -254,7 +252,14 @@ local function process(job)
         fire("after", job)
         output.job("success", job, nil, host.clock() - started)
     end)
-    if not ok then handle_job_exception(job, exception_info(err, trace), started) end
+    if not ok then
+        local handled, herr, htrace = task.run(handle_job_exception, job, exception_info(err, trace),
+            started)
+        if not handled then
+            output.error("while handling the error of " .. tostring(job:name()) .. ": "
+                .. tostring(redis.is_error(herr) and herr.message or htrace), job)
+        end
+    end
     fire_safely("attempted", job, nil, { exception_occurred = not ok })
 end
 

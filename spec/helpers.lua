@@ -207,6 +207,46 @@ function Proc:stop()
     end
 end
 
+local Server = {}
+Server.__index = Server
+
+-- Starts a redis-server of a spec's own on a free port (for specs that stop and
+-- restart it). Returns a server with port, client(), stop(), start().
+function H.redis_server()
+    local srv = setmetatable({ dir = H.tmpdir() }, Server)
+    for _ = 1, 50 do
+        srv.port = 20000 + math.random(0, 19999)
+        if srv:start() then return srv end
+    end
+    error("could not start a redis-server for the spec")
+end
+
+function Server:start()
+    local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s --save '' "
+        .. "--daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log", self.port, self.dir,
+        self.dir, self.dir))
+    if not ok then return false end
+    local up = pcall(H.wait_until, function()
+        return pcall(function() self.conn = redis.connect("127.0.0.1", self.port) end)
+    end, 5, "redis-server to start")
+    return up
+end
+
+function Server:stop()
+    if self.conn then pcall(function() self.conn:quit() end) end
+    self.conn = nil
+    os.execute("redis-cli -p " .. self.port .. " shutdown nosave >/dev/null 2>&1")
+    H.wait_until(function()
+        return not pcall(redis.connect, "127.0.0.1", self.port)
+    end, 10, "redis-server to stop")
+end
+
+function Server:r(cmd, ...)
+    local f = commands[cmd] or redis.command(cmd:upper())
+    commands[cmd] = f
+    return f(self.conn, ...)
+end
+
 -- A Laravel-format payload (8.83 field set) for a job class, with overrides.
 function H.payload(fields)
     local p = {

@@ -409,6 +409,22 @@ describe("luaworker work", function()
         assert.is_true(members[1][2] >= before + 40 and members[1][2] <= os.time() + 40)
     end)
 
+    it("raises Redis error replies from luaworker.redis in the handler, and gives handlers cjson", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = [[
+            local luaworker = require "luaworker"
+            local cjson = require "cjson"
+            return { handle = function(job)
+                luaworker.redis("SET", "spec:json", cjson.encode({ ok = true }))
+                luaworker.redis("INCR", "spec:json")
+            end }
+        ]] })
+        local p = spec_job("ok")
+        H.push(p)
+        work()
+        assert.are.equal('{"ok":true}', H.r("GET", "spec:json"))
+        assert.matches("^ERR value is not an integer or out of range", H.failed_record(p.uuid).exception)
+    end)
+
     it("rejects a negative release delay with a clear error", function()
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function(job) job:release(-1) end }" })
         local p = spec_job("ok")
