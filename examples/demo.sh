@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 queue=luaworker-demo
 tmp=$(mktemp -d /tmp/luaworker-demo.XXXXXX)
 cleanup() {
-    [ -f "$tmp/redis.pid" ] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null
+    # SHUTDOWN returns once redis-server is done writing into $tmp
+    [ -f "$tmp/redis.pid" ] && redis-cli -p "${port:-0}" shutdown nosave >/dev/null 2>&1
     rm -rf "$tmp"
 }
 trap cleanup EXIT
