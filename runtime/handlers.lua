@@ -4,8 +4,6 @@
 -- method (Laravel's default: fire). A handler file returns a table with
 -- handle(job, command) (or the string job's method) and optionally
 -- failed(job, command, err). Loaded handlers are cached by path.
-local cjson = require "cjson"
-
 local M = {}
 
 local CALL_QUEUED_HANDLER = "Illuminate\\Queue\\CallQueuedHandler@call"
@@ -110,7 +108,5 @@ end
 function M.add_to_package_path()
     package.path = dir .. "/?.lua;" .. dir .. "/?/init.lua;" .. package.path
 end
-
-M.null = cjson.null
 
 return M

@@ -13,7 +13,6 @@ local jobs = require "luaworker.job"
 local php = require "luaworker.php"
 local luaworker = require "luaworker"
 
-local null = cjson.null
 local decode = cjson.new().decode
 
 local M = {}
@@ -104,7 +103,6 @@ end
 -- Job::fail: record, remove the reservation, then the handler's failed() and the
 -- failing hooks. A job already deleted is only marked failed (as Laravel does).
 function worker.fail(job, err, trace)
-    if job:has_failed() and job:is_deleted() then return end
     job:mark_as_failed()
     if job:is_deleted() then return end
     if err == nil then
@@ -270,17 +268,16 @@ end
 
 local connection_down = false
 
--- Reports Redis trouble once per outage; true when err was a Redis error.
+-- Reports an error while taking a job; a lost connection once per outage.
 local function report_redis_error(err)
     if redis.is_error(err) and err.kind == "connection" then
         if not connection_down then
             output.error(err.message .. "; retrying every second")
             connection_down = true
         end
-        return true
+        return
     end
     output.error("error while taking a job: " .. tostring(err))
-    return false
 end
 
 local secondary_queue_had_job = false
@@ -459,6 +456,5 @@ function M.run(cli, cfg)
     end
 end
 
-M.null = null
 
 return M

@@ -1,4 +1,4 @@
--- Specs for runtime/php_value.c: PHP serialize() text <-> Lua values.
+-- Specs for runtime/php_value.c, php_unserialize.c, php_serialize.c: PHP serialize() text <-> Lua values.
 -- Runs inside the luaworker binary: require "luaworker.php" is the C module.
 -- Expected PHP strings below were produced with php-cli 8.2 (`php -r 'echo
 -- serialize(...);'`, serialize_precision = -1) unless stated otherwise; NUL
