@@ -4,7 +4,7 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
-local php = require "luaworker.php"
+local dispatch = require "luaworker.dispatch"
 
 local M = {}
 
@@ -109,37 +109,6 @@ function M.flush()
     return 0
 end
 
--- JSON text of v, escaped as PHP's json_encode escapes it ('/' as '\/').
-local encode = cjson.new().encode
-
--- The Queueable and InteractsWithQueue properties of a Laravel 8 job, in the order
--- PHP's native serialization emits them after the class's own.
-local QUEUEABLE = { "job", "connection", "queue", "chainConnection", "chainQueue",
-    "chainCatchCallbacks", "delay", "afterCommit", "middleware", "chained" }
-
-local function nullable(v)
-    if v == nil then return "null" end
-    return encode(v)
-end
-
--- Builds a Laravel 8.83 payload (field order as Queue::createPayloadArray emits it).
-local function payload_text(fields, data_text)
-    return table.concat({
-        '{"uuid":', encode(fields.uuid),
-        ',"displayName":', encode(fields.displayName),
-        ',"job":', encode(fields.job),
-        ',"maxTries":', nullable(fields.maxTries),
-        ',"maxExceptions":', nullable(fields.maxExceptions),
-        ',"failOnTimeout":false',
-        ',"backoff":', nullable(fields.backoff),
-        ',"timeout":', nullable(fields.timeout),
-        fields.string_job and "" or (',"retryUntil":' .. nullable(fields.retryUntil)),
-        ',"data":', data_text,
-        ',"id":', encode(fields.id),
-        ',"attempts":0}',
-    })
-end
-
 function M.push(cli, config)
     local name, data_text = cli.args[1], cli.args[2]
     local o = cli.options
@@ -152,48 +121,38 @@ function M.push(cli, config)
         end
         data = decoded
     end
-    local fields = {
-        uuid = host.uuid(), id = host.random_id(32),
-        maxTries = o.tries, maxExceptions = o.max_exceptions, timeout = o.timeout,
-        backoff = o.backoff, retryUntil = o.retry_until and host.now() + o.retry_until or nil,
-    }
-    local text
-    local class, method = name:match("^([^@]+)@(.*)$")
-    if class then
-        fields.displayName, fields.job, fields.string_job = class, name, true
-        text = payload_text(fields, data_text or "[]")
+    local q = queue_name(cli, config)
+    local id
+    if name:find("@", 1, true) then
+        local backoff = o.backoff
+        id = dispatch.push_string_job(name, data_text or "[]", q, o.delay, {
+            maxTries = o.tries, maxExceptions = o.max_exceptions, timeout = o.timeout,
+            backoff = backoff,
+        })
     else
-        fields.displayName, fields.job = name, "Illuminate\\Queue\\CallQueuedHandler@call"
-        local keys = {}
         for k in pairs(data) do
             if type(k) ~= "string" then
                 complain("push: json-data for a job class must be a JSON object of properties")
                 return 2
             end
-            keys[#keys + 1] = k
         end
-        table.sort(keys)
-        local props = {}
-        for _, k in ipairs(keys) do props[k] = data[k] end
-        for _, k in ipairs(QUEUEABLE) do
-            keys[#keys + 1] = k
-            if k == "middleware" or k == "chained" then props[k] = {} else props[k] = php.null end
+        -- the options are the job class's properties, as in a PHP job class
+        data.tries, data.maxExceptions, data.timeout = o.tries, o.max_exceptions, o.timeout
+        if o.backoff then
+            local list = {}
+            for n in o.backoff:gmatch("%d+") do list[#list + 1] = tonumber(n) end
+            data.backoff = #list == 1 and list[1] or list
         end
-        local command, err = php.serialize(php.object(name, props, keys))
-        if not command then
-            complain("push: cannot serialize the properties: ", err)
+        if o.retry_until then data.retryUntil = host.now() + o.retry_until end
+        if o.delay > 0 then data.delay = o.delay end
+        local ok, result = pcall(dispatch.push_command, dispatch.command(name, data), q, o.delay)
+        if not ok then
+            complain("push: ", tostring(result))
             return 2
         end
-        text = payload_text(fields, '{"commandName":' .. encode(name) .. ',"command":'
-            .. encode(command) .. "}")
+        id = result
     end
-    local q = queue_name(cli, config)
-    if o.delay > 0 then
-        queue.later(q, host.now() + o.delay, text)
-    else
-        queue.push(q, text)
-    end
-    say(fields.id)
+    say(id)
     return 0
 end
 

@@ -11,13 +11,21 @@ local redis = require "luaworker.redis"
 local host = require "luaworker.host"
 local cjson = require "cjson"
 
+local php = require "luaworker.php"
+
 local M = {
     json = cjson,
-    php = require "luaworker.php",
+    php = php,
     null = cjson.null,
     prefix = "",
     connection_name = "redis",
+    default_queue = "default",
 }
+
+local function value(v)
+    if v == cjson.null then return nil end
+    return v
+end
 
 for name in pairs(events.NAMES) do
     M[name] = function(fn) events.listen(name, fn) end
@@ -28,6 +36,38 @@ function M.redis(...)
         error("luaworker.redis(cmd, ...): expected a command name", 2)
     end
     return redis.call("queue", ...)
+end
+
+-- Pushes a job of class with properties (a table, or a value made with
+-- luaworker.php) that a PHP worker runs as if Laravel had dispatched it.
+-- options: queue, delay (seconds), connection (only the worker's own), encrypt
+-- (ShouldBeEncrypted, with APP_KEY). Returns the job's id.
+function M.dispatch(class, properties, options)
+    if type(class) ~= "string" or class == "" then
+        error("luaworker.dispatch(class, properties, options): expected a class name", 2)
+    end
+    if properties ~= nil and type(properties) ~= "table" then
+        error("luaworker.dispatch(class, properties, options): properties must be a table", 2)
+    end
+    options = options or {}
+    if options.connection and options.connection ~= M.connection_name then
+        error("luaworker.dispatch: luaworker can only dispatch on its own connection '"
+            .. M.connection_name .. "', not '" .. tostring(options.connection) .. "'", 2)
+    end
+    local delay = options.delay
+    if delay ~= nil and (type(delay) ~= "number" or delay < 0) then
+        error("luaworker.dispatch: options.delay must be a number of seconds >= 0", 2)
+    end
+    if properties ~= nil and php.class(properties) and php.class(properties) ~= class then
+        error("luaworker.dispatch: properties are an object of class " .. php.class(properties), 2)
+    end
+    local dispatch = require "luaworker.dispatch"
+    local command = dispatch.command(class, properties or {})
+    if options.queue then command.queue = options.queue end
+    if options.connection then command.connection = options.connection end
+    if delay and delay > 0 then command.delay = delay end
+    local q = value(command.queue) or M.default_queue
+    return dispatch.push_command(command, q, delay, options.encrypt)
 end
 
 -- Waits without blocking the worker's event loop.

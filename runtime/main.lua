@@ -45,6 +45,7 @@ function M.run(cli, config)
     queue.set_prefix(config.prefix)
     luaworker.prefix = config.prefix
     luaworker.connection_name = config.connection_name
+    luaworker.default_queue = config.default_queue
     local command = cli.command
     if command == "lua" then return run_lua(cli) end
     if command == "work" then

@@ -11,6 +11,7 @@ local handlers = require "luaworker.handlers"
 local output = require "luaworker.output"
 local jobs = require "luaworker.job"
 local php = require "luaworker.php"
+local dispatch = require "luaworker.dispatch"
 local luaworker = require "luaworker"
 
 local decode = cjson.new().decode
@@ -100,6 +101,69 @@ local function command_of(job)
     return command
 end
 
+local function value(v)
+    if v == cjson.null then return nil end
+    return v
+end
+
+-- PHP's truthiness, for `$a ?: $b`.
+local function truthy(v)
+    v = value(v)
+    return v ~= nil and v ~= false and v ~= "" and v ~= 0 and v ~= "0"
+end
+
+-- How the job's class is unique (ShouldBeUnique), which PHP's serialized data does
+-- not show: the handler says so with `unique = true` or `unique = "until_processing"`;
+-- otherwise a command with a uniqueId or uniqueFor property is taken as unique.
+local function unique_mode(handler, command)
+    if handler and handler.unique ~= nil then return handler.unique end
+    if type(command) == "table" and (command.uniqueId ~= nil or command.uniqueFor ~= nil) then
+        return true
+    end
+    return false
+end
+
+-- UniqueLock::release: deletes laravel_unique_job:<class><uniqueId> in the cache
+-- store (its lock connection is the 'default' Redis connection, the queue's). The
+-- handler's unique_id(command) stands for a PHP uniqueId() method.
+local function release_unique_lock(handler, command)
+    local id
+    if handler and type(handler.unique_id) == "function" then
+        id = handler.unique_id(command)
+    else
+        id = value(command.uniqueId)
+    end
+    local separator = config.laravel_version >= 11 and ":" or ""
+    redis.call("queue", "DEL", cache_prefix .. "laravel_unique_job:" .. php.class(command)
+        .. separator .. tostring(id or ""))
+end
+
+-- Queueable::dispatchNextJobInChain: the first chained job, carrying the rest,
+-- dispatched on the chain's connection and queue unless it names its own.
+local function dispatch_next_in_chain(command)
+    local chained = value(command.chained)
+    if type(chained) ~= "table" or chained[1] == nil then return end
+    local nxt, err = php.unserialize(tostring(chained[1]))
+    if type(nxt) ~= "table" or not php.class(nxt) then
+        error("the next job of the chain cannot be read: " .. tostring(err or "not an object"), 0)
+    end
+    local rest = {}
+    for i = 2, #chained do rest[i - 1] = chained[i] end
+    nxt.chained = rest
+    if not truthy(nxt.connection) then nxt.connection = command.chainConnection end
+    if not truthy(nxt.queue) then nxt.queue = command.chainQueue end
+    nxt.chainConnection = command.chainConnection
+    nxt.chainQueue = command.chainQueue
+    nxt.chainCatchCallbacks = command.chainCatchCallbacks
+    local connection = value(nxt.connection)
+    if connection ~= nil and connection ~= worker.connection_name then
+        error("the chain goes on on connection '" .. tostring(connection)
+            .. "', which luaworker does not work", 0)
+    end
+    local delay = tonumber(value(nxt.delay))
+    dispatch.push_command(nxt, value(nxt.queue) or config.default_queue, delay)
+end
+
 -- Job::fail: record, remove the reservation, then the handler's failed() and the
 -- failing hooks. A job already deleted is only marked failed (as Laravel does).
 function worker.fail(job, err, trace)
@@ -121,8 +185,15 @@ function worker.fail(job, err, trace)
     job:mark_as_deleted()
 
     local handler = handlers.resolve(payload)
+    local command = handler and command_of(job)
+    if command ~= nil and not handlers.is_string_job(payload) then
+        local mode = unique_mode(handler, command)
+        if mode and mode ~= "until_processing" then
+            local ok, _, utrace = task.run(release_unique_lock, handler, command)
+            if not ok then output.error("cannot release the unique lock: " .. utrace, job) end
+        end
+    end
     if handler and type(handler.failed) == "function" then
-        local command = command_of(job)
         local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)
         if not ok then output.error("error in failed() of " .. job:name() .. ": " .. ftrace, job) end
     end
@@ -222,16 +293,24 @@ local function fire_job(job)
     if not handler then error(method_or_err, 0) end
     local command, err = command_of(job)
     if command == nil and err then error(err .. " (job " .. tostring(job:name()) .. ")", 0) end
-    handler[method_or_err](job, command)
     if handlers.is_string_job(payload) then
+        handler[method_or_err](job, command)
         if not job:is_deleted_or_released() and not job:has_failed() then
             output.error(string.format("%s returned without job:delete() or job:release(): as in "
                 .. "Laravel, a string job stays reserved and runs again after retry_after (%s)",
                 payload.job, path), job)
         end
-    elseif not job:is_deleted_or_released() then
-        job:delete()
+        return
     end
+    -- CallQueuedHandler::call
+    local unique = unique_mode(handler, command)
+    if unique == "until_processing" then release_unique_lock(handler, command) end
+    handler.handle(job, command)
+    if unique and unique ~= "until_processing" and not job:is_released() then
+        release_unique_lock(handler, command)
+    end
+    if not job:has_failed() and not job:is_released() then dispatch_next_in_chain(command) end
+    if not job:is_deleted_or_released() then job:delete() end
 end
 
 -- Worker::process for one job.

@@ -284,6 +284,63 @@ function H.artisan(args, env)
     return text
 end
 
+-- Runs `jobs:dispatch` and returns the pushed jobs as a list of {id =, uuid =}.
+function H.dispatch(job, ...)
+    local args = { "jobs:dispatch", job }
+    for _, a in ipairs({ ... }) do args[#args + 1] = a end
+    local out = H.artisan(args)
+    local pushed = {}
+    for id, uuid in out:gmatch("(%S+) (%S+)\n") do
+        pushed[#pushed + 1] = { id = id, uuid = uuid }
+    end
+    return pushed
+end
+
+-- The JSON strings of list key, decoded.
+function H.json_list(key)
+    local out = {}
+    for i, s in ipairs(H.r("LRANGE", key, 0, -1)) do out[i] = cjson.decode(s) end
+    return out
+end
+
+-- `php artisan <args>` in the background, as H.spawn does for luaworker.
+function H.spawn_artisan(args)
+    local dir = H.tmpdir()
+    local words = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port, "php",
+        H.quote(H.root .. "/examples/laravel/artisan") }
+    for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
+    local cmd = string.format("( %s >%s/out 2>&1 </dev/null & echo $! >%s/pid; wait $!; "
+        .. "echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",
+        table.concat(words, " "), dir, dir, dir, dir, dir)
+    assert(os.execute(cmd))
+    local p = { dir = dir }
+    p.pid = tonumber(H.wait_until(function()
+        local s = H.read_file(dir .. "/pid")
+        return s and s:match("%d+")
+    end, 10, "php's pid"))
+    function p.status()
+        local s = H.read_file(dir .. "/status")
+        return s and tonumber(s:match("%d+"))
+    end
+    function p.output() return H.read_file(dir .. "/out") or "" end
+    function p.wait(timeout)
+        local ok, err = pcall(H.wait_until, p.status, timeout or 20, "php artisan " .. args[1] .. " to exit")
+        if not ok then
+            os.execute("kill -KILL " .. p.pid .. " 2>/dev/null")
+            error(err .. "\n" .. p.output(), 2)
+        end
+        return p.status()
+    end
+    function p.stop()
+        if not p.status() then
+            os.execute("kill -TERM " .. p.pid .. " 2>/dev/null")
+            pcall(H.wait_until, p.status, 5)
+            if not p.status() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end
+        end
+    end
+    return p
+end
+
 local laravel_ready = false
 
 -- Makes sure examples/laravel is set up (storage, SQLite failed_jobs table).

@@ -11,17 +11,7 @@ local FAILED_INDEX = H.prefix .. "luaworker:failed_jobs"
 
 local TITLE = "Café/Crème — 日本語 🎙"
 
--- Runs `jobs:dispatch` and returns the pushed jobs as a list of {id =, uuid =}.
-local function dispatch(job, ...)
-    local args = { "jobs:dispatch", job }
-    for _, a in ipairs({ ... }) do args[#args + 1] = a end
-    local out = H.artisan(args)
-    local pushed = {}
-    for id, uuid in out:gmatch("(%S+) (%S+)\n") do
-        pushed[#pushed + 1] = { id = id, uuid = uuid }
-    end
-    return pushed
-end
+local dispatch = H.dispatch
 
 -- luaworker work over the fixture handlers (--stop-when-empty unless args say otherwise).
 local function work(args, opts)
@@ -30,11 +20,7 @@ local function work(args, opts)
     return H.run(full, opts)
 end
 
-local function decoded_list(key)
-    local out = {}
-    for i, s in ipairs(H.r("LRANGE", key, 0, -1)) do out[i] = cjson.decode(s) end
-    return out
-end
+local decoded_list = H.json_list
 
 -- What the Lua handlers saw (spec_record.lua), and PHP's run records.
 local function seen() return decoded_list("spec:seen") end
@@ -51,43 +37,7 @@ local function describe_run(r)
         .. "\nstderr:\n" .. tostring(r.stderr)
 end
 
--- `php artisan <args>` in the background, as H.spawn does for luaworker.
-local function spawn_artisan(args)
-    local dir = H.tmpdir()
-    local words = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port, "php",
-        H.quote(H.root .. "/examples/laravel/artisan") }
-    for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
-    local cmd = string.format("( %s >%s/out 2>&1 </dev/null & echo $! >%s/pid; wait $!; "
-        .. "echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",
-        table.concat(words, " "), dir, dir, dir, dir, dir)
-    assert(os.execute(cmd))
-    local p = { dir = dir }
-    p.pid = tonumber(H.wait_until(function()
-        local s = H.read_file(dir .. "/pid")
-        return s and s:match("%d+")
-    end, 10, "php's pid"))
-    function p.status()
-        local s = H.read_file(dir .. "/status")
-        return s and tonumber(s:match("%d+"))
-    end
-    function p.output() return H.read_file(dir .. "/out") or "" end
-    function p.wait(timeout)
-        local ok, err = pcall(H.wait_until, p.status, timeout or 20, "php artisan " .. args[1] .. " to exit")
-        if not ok then
-            os.execute("kill -KILL " .. p.pid .. " 2>/dev/null")
-            error(err .. "\n" .. p.output(), 2)
-        end
-        return p.status()
-    end
-    function p.stop()
-        if not p.status() then
-            os.execute("kill -TERM " .. p.pid .. " 2>/dev/null")
-            pcall(H.wait_until, p.status, 5)
-            if not p.status() then os.execute("kill -KILL " .. p.pid .. " 2>/dev/null") end
-        end
-    end
-    return p
-end
+local spawn_artisan = H.spawn_artisan
 
 describe("Laravel 8 interop", function()
     local procs
@@ -400,13 +350,13 @@ describe("Laravel 8 interop", function()
         assert.are.equal(0, php.wait(10), php.output())
     end)
 
-    it("shares a queue of 300 jobs between php queue:work and luaworker, each run once", function()
-        local N = 300
+    it("shares a queue of 2000 jobs between php queue:work and luaworker, each run once", function()
+        local N = 2000
         local pushed = dispatch("Simple", "--count=" .. N, '--args=["{i}"]')
         assert.are.equal(N, #pushed)
-        -- Lua jobs take 10 ms, so luaworker alone would need 3 s: PHP (which boots in
+        -- Lua jobs take 2 ms, so luaworker alone would need 4 s: PHP (which boots in
         -- a fraction of that) gets its share, and luaworker starts first anyway.
-        H.r("SET", "spec:simple:delay", "0.01")
+        H.r("SET", "spec:simple:delay", "0.002")
         local lua = track_lua(H.spawn({ "work", "--handlers=" .. HANDLERS, "--stop-when-empty",
             "--sleep=0.05" }))
         local php = track_php(spawn_artisan({ "queue:work", "--stop-when-empty", "--sleep=0" }))

@@ -1,0 +1,144 @@
+-- PHP interop in depth, against the real Laravel 8.83 app (examples/laravel): PHP
+-- values round-trip byte for byte, chains continue across runtimes, unique locks
+-- are released, queued listeners reach their Lua handler, and jobs dispatched from
+-- Lua run in PHP's queue:work.
+local H = require "spec.helpers"
+local cjson = H.json
+
+local HANDLERS = "spec/fixtures/laravel_handlers"
+local RAN = H.prefix .. "luaworker:ran"
+
+local function work(args, opts)
+    local full = { "work", "--handlers=" .. HANDLERS, "--sleep=0.05" }
+    for _, a in ipairs(args or { "--stop-when-empty" }) do full[#full + 1] = a end
+    local r = H.run(full, opts)
+    assert.are.equal(0, r.status, r.stderr)
+    return r
+end
+
+local function php_runs()
+    return H.json_list(RAN)
+end
+
+-- Runs a Lua script inside luaworker's runtime (luaworker lua); returns its stdout.
+local function lua(source)
+    local file = H.tmpdir() .. "/script.lua"
+    H.write_file(file, source)
+    local r = H.run({ "lua", file })
+    assert.are.equal(0, r.status, r.stderr)
+    return r.stdout
+end
+
+describe("PHP interop", function()
+    setup(H.laravel_setup)
+
+    before_each(function()
+        H.flush()
+    end)
+
+    it("serializes every command Laravel 8 produced back to the same bytes", function()
+        H.dispatch("ProcessPodcast")
+        H.dispatch("Simple")
+        H.dispatch("WithRetryUntil")
+        H.dispatch("Releasing")
+        H.dispatch("Failing")
+        H.dispatch("Uniq")
+        H.dispatch("chain")
+        H.dispatch("event:PodcastPublished", '--args={"title":"T/ü","episode":7}')
+        local out = lua([[
+            local luaworker = require "luaworker"
+            local php, json = luaworker.php, luaworker.json
+            local list = luaworker.redis("LRANGE", luaworker.prefix .. "queues:default", 0, -1)
+            local checked = 0
+            local function check(text)
+                local value = assert(php.unserialize(text))
+                assert(php.serialize(value) == text, "round trip differs for " .. text)
+                checked = checked + 1
+                return value
+            end
+            for _, payload in ipairs(list) do
+                local command = check(json.decode(payload).data.command)
+                for _, link in ipairs(command.chained or {}) do check(link) end
+            end
+            print(#list, checked)
+        ]])
+        assert.are.equal("8\t10\n", out)
+    end)
+
+    it("runs a chain dispatched by Laravel link by link, each link dispatched as Laravel does", function()
+        H.dispatch("chain")
+        work({ "--once" })
+        assert.are.same({ "1" }, H.r("LRANGE", "spec:simple", 0, -1))
+        local list = H.keys()
+        local queued = H.r("LRANGE", list, 0, -1)
+        assert.are.equal(1, #queued)
+        local second = cjson.decode(queued[1])
+        assert.are.equal("App\\Jobs\\Simple", second.displayName)
+        assert.are.equal("Illuminate\\Queue\\CallQueuedHandler@call", second.job)
+        assert.are.equal(0, second.attempts)
+        assert.matches("^[%w]+$", second.id)
+        assert.are.equal(32, #second.id)
+        -- the second link carries the third, as a serialized string
+        assert.matches('s:7:"chained";a:1:{i:0;s:%d+:"O:15:"App\\Jobs\\Simple"', second.data.command)
+        work()
+        assert.are.same({ "1", "2", "3" }, H.r("LRANGE", "spec:simple", 0, -1))
+        assert.are.equal(0, H.r("LLEN", list))
+    end)
+
+    it("lets PHP's queue:work finish a chain luaworker started", function()
+        H.dispatch("chain")
+        work({ "--once" })
+        H.artisan({ "queue:work", "--stop-when-empty", "--sleep=0" })
+        local ns = {}
+        for i, rec in ipairs(php_runs()) do ns[i] = rec.props.n end
+        assert.are.same({ 2, 3 }, ns)
+    end)
+
+    it("releases a unique job's lock after running it, so the next dispatch is accepted", function()
+        local lock = H.cache_prefix .. "laravel_unique_job:App\\Jobs\\Uniquniq-1"
+        assert.are.equal(1, #H.dispatch("Uniq"))
+        assert.are.equal(1, H.r("EXISTS", lock))
+        assert.are.same({ { id = "-", uuid = "-" } }, H.dispatch("Uniq"))
+        work()
+        assert.are.same({ { n = 1, locked = 1 } }, H.json_list("spec:uniq"))
+        assert.are.equal(0, H.r("EXISTS", lock))
+        assert.are.equal(1, #H.dispatch("Uniq"))
+        assert.are_not.equal("-", H.r("GET", lock) and "locked" or "-")
+    end)
+
+    it("gives a queued listener's handler the CallQueuedListener and its event", function()
+        H.dispatch("event:PodcastPublished", '--args={"title":"T/ü","episode":7}')
+        work()
+        assert.are.same({ {
+            wrapper = "Illuminate\\Events\\CallQueuedListener",
+            class = "App\\Listeners\\SendPodcastNotification", method = "handle",
+            event = "App\\Events\\PodcastPublished", title = "T/ü", episode = 7,
+        } }, H.json_list("spec:listener"))
+    end)
+
+    it("pushes jobs with luaworker.dispatch that PHP's queue:work runs", function()
+        local r = H.run({ "push", "App\\Jobs\\Dispatcher", '{"n":77,"delay":2}', "--queue=lua" })
+        assert.are.equal(0, r.status, r.stderr)
+        local before = os.time()
+        work({ "--stop-when-empty", "--queue=lua" })
+        local ids = H.r("LRANGE", "spec:dispatched", 0, -1)
+        assert.are.equal(2, #ids)
+        local list = H.keys()
+        local payload = cjson.decode(H.r("LRANGE", list, 0, -1)[1])
+        assert.are.equal(ids[1], payload.id)
+        assert.are.equal("App\\Jobs\\Simple", payload.displayName)
+        local _, other_delayed = H.keys("other")
+        local delayed = H.zscores(other_delayed)
+        assert.are.equal(1, #delayed)
+        assert.are.equal(ids[2], cjson.decode(delayed[1][1]).id)
+        assert.is_true(delayed[1][2] >= before + 2 and delayed[1][2] <= os.time() + 2)
+
+        H.artisan({ "queue:work", "--stop-when-empty", "--sleep=0" })
+        H.wait_until(function() return os.time() > delayed[1][2] end, 5, "the delayed job to be due")
+        H.artisan({ "queue:work", "--queue=other", "--stop-when-empty", "--sleep=0" })
+        local runs = php_runs()
+        assert.are.equal(2, #runs)
+        assert.are.same({ 77, "default", ids[1] }, { runs[1].props.n, runs[1].queue, runs[1].id })
+        assert.are.same({ 78, "other", ids[2] }, { runs[2].props.n, runs[2].queue, runs[2].id })
+    end)
+end)
