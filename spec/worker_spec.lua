@@ -425,6 +425,39 @@ describe("luaworker work", function()
         assert.matches("^ERR value is not an integer or out of range", H.failed_record(p.uuid).exception)
     end)
 
+    it("dispatches jobs from a handler, taking the payload fields from the job's properties", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = [[
+            local luaworker = require "luaworker"
+            return { handle = function(job, command)
+                if command.action == "dispatch" then
+                    luaworker.dispatch("App\\Jobs\\Next", { n = 1, tries = 3, backoff = { 1, 5, 10 },
+                        timeout = 30, maxExceptions = 2, retryUntil = 2000000000, failOnTimeout = true },
+                        { queue = "next" })
+                elseif command.action == "bad-connection" then
+                    luaworker.dispatch("App\\Jobs\\Next", {}, { connection = "sqs" })
+                else
+                    luaworker.dispatch("App\\Jobs\\Next", { 1, 2 })
+                end
+            end }
+        ]] })
+        H.push(spec_job("dispatch"))
+        local bad, keyed = spec_job("bad-connection"), spec_job("list")
+        H.push(bad); H.push(keyed)
+        work()
+        local list = H.keys("next")
+        local p = cjson.decode(H.r("LRANGE", list, 0, -1)[1])
+        assert.are.same({ "App\\Jobs\\Next", 3, 2, true, "1,5,10", 30, 2000000000, 0 },
+            { p.displayName, p.maxTries, p.maxExceptions, p.failOnTimeout, p.backoff, p.timeout,
+              p.retryUntil, p.attempts })
+        assert.matches('^O:13:"App\\Jobs\\Next":17:{s:7:"backoff";a:3:{i:0;i:1;i:1;i:5;i:2;i:10;}',
+            p.data.command)
+        assert.matches('s:5:"queue";s:4:"next";', p.data.command)
+        assert.matches("luaworker.dispatch: luaworker can only dispatch on its own connection "
+            .. "'redis', not 'sqs'", H.failed_record(bad.uuid).exception)
+        assert.matches("properties must be a table of named properties, got key 1",
+            H.failed_record(keyed.uuid).exception)
+    end)
+
     it("rejects a negative release delay with a clear error", function()
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function(job) job:release(-1) end }" })
         local p = spec_job("ok")
