@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "encrypter.h"
 #include "host_api.h"
 #include "php_value.h"
 #include "redis_conn.h"
@@ -59,6 +60,7 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     luaL_openlibs(h->L);
     preload(h->L, "cjson", luaopen_cjson);
     preload(h->L, "luaworker.php", luaopen_luaworker_php);
+    preload(h->L, "luaworker.encrypter", luaopen_luaworker_encrypter);
     host_api_register(h);
 
     const struct redis_settings *settings[2] = {&config->queue, &config->cache};

@@ -81,6 +81,34 @@ local function split(s, sep)
     return parts
 end
 
+local app_key  -- APP_KEY decoded, once
+
+-- CallQueuedHandler::getCommand for a ShouldBeEncrypted job: Laravel's decrypt()
+-- of data.command with APP_KEY (cipher APP_CIPHER, default AES-256-CBC), whose
+-- plaintext is the serialized command serialized once more as a string. Returns
+-- the serialized command, or nil, message.
+local function decrypt_command(text)
+    local encrypter = require "luaworker.encrypter"
+    local cipher = os.getenv("APP_CIPHER")
+    if not app_key then
+        local raw = os.getenv("APP_KEY")
+        if not raw or raw == "" then
+            return nil, "data.command is encrypted (ShouldBeEncrypted) and APP_KEY is not set "
+                .. "(set it, or pass the app's .env with --env-file)"
+        end
+        local key, err = encrypter.key(raw, cipher)
+        if not key then return nil, "APP_KEY: " .. err end
+        app_key = key
+    end
+    local plain, err = encrypter.decrypt(text, app_key, cipher)
+    if not plain then return nil, "cannot decrypt data.command with APP_KEY: " .. err end
+    local inner = php.unserialize(plain)
+    if type(inner) ~= "string" then
+        return nil, "decrypted data.command is not a serialized string, as Laravel's encrypt() makes"
+    end
+    return inner
+end
+
 -- The command a handler receives: data.command unserialized for object jobs, data
 -- itself for string jobs. Returns value or nil, message.
 local function command_of(job)
@@ -92,7 +120,9 @@ local function command_of(job)
     end
     local text = data.command
     if text:sub(1, 2) ~= "O:" then
-        return nil, "data.command is encrypted (ShouldBeEncrypted); luaworker cannot decrypt it yet"
+        local err
+        text, err = decrypt_command(text)
+        if not text then return nil, err end
     end
     local command, err = php.unserialize(text)
     if command == nil then

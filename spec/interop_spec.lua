@@ -141,4 +141,36 @@ describe("PHP interop", function()
         assert.are.same({ 77, "default", ids[1] }, { runs[1].props.n, runs[1].queue, runs[1].id })
         assert.are.same({ 78, "other", ids[2] }, { runs[2].props.n, runs[2].queue, runs[2].id })
     end)
+
+    it("decrypts a ShouldBeEncrypted job with APP_KEY, and encrypts one for PHP with dispatch", function()
+        local key = { APP_KEY = "base64:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" }
+        H.dispatch("Secret")
+        assert.is_nil(H.r("LRANGE", H.keys(), 0, -1)[1]:match('"command":"O:'))
+        work({ "--stop-when-empty" }, { env = key })
+        assert.are.same({ { class = "App\\Jobs\\Secret", n = 1, secret = "top secret" } },
+            H.json_list("spec:secret"))
+        local encrypted = H.r("LRANGE", H.keys("php"), 0, -1)[1]
+        assert.matches('"displayName":"App\\\\Jobs\\\\Secret"', encrypted)
+        assert.is_nil(encrypted:match('"command":"O:'))
+        H.artisan({ "queue:work", "--queue=php", "--stop-when-empty", "--sleep=0" })
+        local runs = php_runs()
+        assert.are.equal(1, #runs)
+        assert.are.same({ 2, "from Lua" }, { runs[1].props.n, runs[1].props.secret })
+    end)
+
+    it("fails an encrypted job it cannot decrypt with a clear message, keeping its payload", function()
+        local pushed = H.dispatch("Secret")
+        local raw = H.r("LRANGE", H.keys(), 0, -1)[1]
+        work({ "--stop-when-empty" }, { env = { APP_KEY = false } })
+        local record = H.failed_record(pushed[1].uuid)
+        assert.are.equal(raw, record.payload)
+        assert.matches("^data.command is encrypted %(ShouldBeEncrypted%) and APP_KEY is not set",
+            record.exception)
+
+        H.flush()
+        pushed = H.dispatch("Secret")
+        work({ "--stop-when-empty" }, { env = { APP_KEY = "base64:" .. string.rep("A", 43) .. "=" } })
+        assert.matches("^cannot decrypt data.command with APP_KEY: The MAC is invalid.",
+            H.failed_record(pushed[1].uuid).exception)
+    end)
 end)
