@@ -16,9 +16,8 @@
  *   padding or GCM tag wrong            Could not decrypt the data.
  * Nothing is decrypted before the MAC (CBC) or tag (GCM) is checked.
  * Base64 is the standard alphabet, '=' padding optional, nothing else
- * accepted (no whitespace).  The JSON reader accepts what json_decode does
- * for an envelope, except that it does not check that strings are UTF-8 and
- * nests at most ENCRYPTER_JSON_DEPTH deep; with duplicate keys the last wins.
+ * accepted (no whitespace).  The envelope is read with cjson (an object, at
+ * most ENCRYPTER_JSON_DEPTH deep; with duplicate keys the last wins).
  */
 #include "encrypter.h"
 
@@ -67,16 +66,11 @@ static const char *const encrypter_field_names[ENCRYPTER_NFIELDS] = { "iv", "val
 
 enum encrypter_kind { ENCRYPTER_ABSENT, ENCRYPTER_STRING, ENCRYPTER_NULL, ENCRYPTER_OTHER };
 
-/* The envelope's fields; strings point into the decoded JSON buffer. */
+/* The envelope's fields; strings point into the decoded table's strings. */
 struct encrypter_envelope {
     enum encrypter_kind kind[ENCRYPTER_NFIELDS];
-    char *s[ENCRYPTER_NFIELDS];
+    const char *s[ENCRYPTER_NFIELDS];
     size_t len[ENCRYPTER_NFIELDS];
-};
-
-struct encrypter_json {
-    char *p;
-    char *end;
 };
 
 /* ---- base64 ---- */
@@ -150,258 +144,49 @@ static size_t encrypter_b64_encode(const unsigned char *in, size_t len, char *ou
     return n;
 }
 
-/* ---- JSON, just enough for the envelope ---- */
+/* ---- the envelope ---- */
 
-static void encrypter_json_ws(struct encrypter_json *j)
+/* Reads the envelope JSON json[0..len) with the cjson decoder at stack index
+ * decoder (one limited to ENCRYPTER_JSON_DEPTH levels) into env. On success the
+ * decoded table is left on the stack (env's strings point into it: pop it when
+ * done) and 0 is returned; else nothing is left and -1 with a detail in err. */
+static int encrypter_envelope_read(lua_State *L, int decoder, const char *json, size_t len,
+                                   struct encrypter_envelope *env, char *err, size_t errlen)
 {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-        j->p++;
-}
-
-static int encrypter_json_hex4(const char *p, unsigned *cp)
-{
-    *cp = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0)
-            return -1;
-        *cp = *cp << 4 | (unsigned)d;
-    }
-    return 0;
-}
-
-/* Reads the string at j->p, decoding escapes in place (the decoded text is
- * never longer than its source): *s and *len get the decoded bytes.
- * Returns 0, or -1 when it is not a well-formed JSON string. */
-static int encrypter_json_string(struct encrypter_json *j, char **s, size_t *len)
-{
-    char *r = j->p, *w, *end = j->end;
-    if (r >= end || *r != '"')
-        return -1;
-    w = *s = ++r;
-    for (;;) {
-        unsigned char c;
-        unsigned cp, lo;
-        if (r >= end)
-            return -1;
-        c = (unsigned char)*r++;
-        if (c == '"')
-            break;
-        if (c < 0x20)
-            return -1;
-        if (c != '\\') {
-            *w++ = (char)c;
-            continue;
-        }
-        if (r >= end)
-            return -1;
-        switch (c = (unsigned char)*r++) {
-        case '"': case '\\': case '/': *w++ = (char)c; continue;
-        case 'b': *w++ = '\b'; continue;
-        case 'f': *w++ = '\f'; continue;
-        case 'n': *w++ = '\n'; continue;
-        case 'r': *w++ = '\r'; continue;
-        case 't': *w++ = '\t'; continue;
-        case 'u': break;
-        default: return -1;
-        }
-        if (end - r < 4 || encrypter_json_hex4(r, &cp) != 0)
-            return -1;
-        r += 4;
-        if (cp >= 0xdc00 && cp <= 0xdfff)
-            return -1;
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-            if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || encrypter_json_hex4(r + 2, &lo) != 0 ||
-                lo < 0xdc00 || lo > 0xdfff)
-                return -1;
-            r += 6;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        }
-        if (cp < 0x80) {
-            *w++ = (char)cp;
-        } else if (cp < 0x800) {
-            *w++ = (char)(0xc0 | cp >> 6);
-            *w++ = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            *w++ = (char)(0xe0 | cp >> 12);
-            *w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-            *w++ = (char)(0x80 | (cp & 0x3f));
-        } else {
-            *w++ = (char)(0xf0 | cp >> 18);
-            *w++ = (char)(0x80 | ((cp >> 12) & 0x3f));
-            *w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-            *w++ = (char)(0x80 | (cp & 0x3f));
-        }
-    }
-    *len = (size_t)(w - *s);
-    j->p = r;
-    return 0;
-}
-
-static int encrypter_json_literal(struct encrypter_json *j, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0)
-        return -1;
-    j->p += n;
-    return 0;
-}
-
-static int encrypter_json_digits(struct encrypter_json *j)
-{
-    const char *start = j->p;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-        j->p++;
-    return j->p > start ? 0 : -1;
-}
-
-static int encrypter_json_number(struct encrypter_json *j)
-{
-    if (j->p < j->end && *j->p == '-')
-        j->p++;
-    if (j->p < j->end && *j->p == '0')
-        j->p++;
-    else if (encrypter_json_digits(j) != 0)
-        return -1;
-    if (j->p < j->end && *j->p == '.') {
-        j->p++;
-        if (encrypter_json_digits(j) != 0)
-            return -1;
-    }
-    if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
-        j->p++;
-        if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
-            j->p++;
-        if (encrypter_json_digits(j) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Skips one JSON value (leading whitespace included) nested depth deep.
- * Returns 0, or -1 when it is malformed or nests too deep. */
-static int encrypter_json_skip(struct encrypter_json *j, int depth)
-{
-    char *s;
-    size_t n;
-    encrypter_json_ws(j);
-    if (j->p >= j->end)
-        return -1;
-    switch (*j->p) {
-    case '"':
-        return encrypter_json_string(j, &s, &n);
-    case 't':
-        return encrypter_json_literal(j, "true");
-    case 'f':
-        return encrypter_json_literal(j, "false");
-    case 'n':
-        return encrypter_json_literal(j, "null");
-    case '{':
-    case '[': {
-        int object = *j->p == '{';
-        char close = object ? '}' : ']';
-        if (depth >= ENCRYPTER_JSON_DEPTH)
-            return -1;
-        j->p++;
-        encrypter_json_ws(j);
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            return 0;
-        }
-        for (;;) {
-            if (object) {
-                encrypter_json_ws(j);
-                if (encrypter_json_string(j, &s, &n) != 0)
-                    return -1;
-                encrypter_json_ws(j);
-                if (j->p >= j->end || *j->p++ != ':')
-                    return -1;
-            }
-            if (encrypter_json_skip(j, depth + 1) != 0)
-                return -1;
-            encrypter_json_ws(j);
-            if (j->p >= j->end)
-                return -1;
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (*j->p++ != close)
-                return -1;
-            return 0;
-        }
-    }
-    default:
-        return encrypter_json_number(j);
-    }
-}
-
-/* Reads the envelope object in buf (modified in place) into env.  Returns 0,
- * or -1 with a message detail in err. */
-static int encrypter_json_envelope(char *buf, size_t len, struct encrypter_envelope *env,
-                                   char *err, size_t errlen)
-{
-    struct encrypter_json j = { buf, buf + len };
+    size_t i = 0;
     memset(env, 0, sizeof *env);
-    encrypter_json_ws(&j);
-    if (j.p >= j.end || *j.p != '{') {
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r'))
+        i++;
+    if (i == len || json[i] != '{') {
         snprintf(err, errlen, "not a JSON object");
         return -1;
     }
-    j.p++;
-    encrypter_json_ws(&j);
-    if (j.p < j.end && *j.p == '}') {
-        j.p++;
-        goto end;
+    lua_pushvalue(L, decoder);
+    lua_pushlstring(L, json, len);
+    if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "not valid JSON");
+        return -1;
     }
-    for (;;) {
-        char *key;
-        size_t keylen;
-        int f;
-        encrypter_json_ws(&j);
-        if (encrypter_json_string(&j, &key, &keylen) != 0)
-            goto bad;
-        encrypter_json_ws(&j);
-        if (j.p >= j.end || *j.p++ != ':')
-            goto bad;
-        encrypter_json_ws(&j);
-        for (f = 0; f < ENCRYPTER_NFIELDS; f++)
-            if (strlen(encrypter_field_names[f]) == keylen &&
-                memcmp(encrypter_field_names[f], key, keylen) == 0)
-                break;
-        if (f < ENCRYPTER_NFIELDS && j.p < j.end && *j.p == '"') {
-            if (encrypter_json_string(&j, &env->s[f], &env->len[f]) != 0)
-                goto bad;
+    for (int f = 0; f < ENCRYPTER_NFIELDS; f++) {
+        lua_getfield(L, -1, encrypter_field_names[f]);
+        switch (lua_type(L, -1)) {
+        case LUA_TNIL:
+            env->kind[f] = ENCRYPTER_ABSENT;
+            break;
+        case LUA_TSTRING:
             env->kind[f] = ENCRYPTER_STRING;
-        } else if (f < ENCRYPTER_NFIELDS && encrypter_json_literal(&j, "null") == 0) {
-            env->kind[f] = ENCRYPTER_NULL;
-        } else {
-            if (encrypter_json_skip(&j, 1) != 0)
-                goto bad;
-            if (f < ENCRYPTER_NFIELDS)
-                env->kind[f] = ENCRYPTER_OTHER;
+            env->s[f] = lua_tolstring(L, -1, &env->len[f]);  /* kept alive by the table */
+            break;
+        case LUA_TLIGHTUSERDATA:  /* cjson.null */
+            env->kind[f] = lua_touserdata(L, -1) == NULL ? ENCRYPTER_NULL : ENCRYPTER_OTHER;
+            break;
+        default:
+            env->kind[f] = ENCRYPTER_OTHER;
         }
-        encrypter_json_ws(&j);
-        if (j.p >= j.end)
-            goto bad;
-        if (*j.p == ',') {
-            j.p++;
-            continue;
-        }
-        if (*j.p++ != '}')
-            goto bad;
-        break;
+        lua_pop(L, 1);
     }
-end:
-    encrypter_json_ws(&j);
-    if (j.p == j.end)
-        return 0;
-bad:
-    snprintf(err, errlen, "not valid JSON");
-    return -1;
+    return 0;
 }
 
 /* ---- crypto ---- */
@@ -587,7 +372,8 @@ static int l_encrypter_decrypt(lua_State *L)
     json = lua_newuserdata(L, ENCRYPTER_B64_MAX_DECODED(plen));
     if (encrypter_b64_decode(payload, plen, (unsigned char *)json, &jsonlen) != 0)
         return encrypter_fail(L, "The payload is invalid: not base64.");
-    if (encrypter_json_envelope(json, jsonlen, &env, err, sizeof err) != 0) {
+    if (encrypter_envelope_read(L, lua_upvalueindex(1), json, jsonlen, &env, err,
+                                sizeof err) != 0) {
         lua_pushnil(L);
         lua_pushfstring(L, "The payload is invalid: %s.", err);
         return 2;
@@ -625,7 +411,7 @@ static int l_encrypter_decrypt(lua_State *L)
                taglen != ENCRYPTER_TAG_LEN) {
         return encrypter_fail(L, "Could not decrypt the data: \"tag\" is not base64 of 16 bytes.");
     }
-    ct = (unsigned char *)env.s[ENCRYPTER_VALUE];
+    ct = lua_newuserdata(L, ENCRYPTER_B64_MAX_DECODED(env.len[ENCRYPTER_VALUE]));
     if (encrypter_b64_decode(env.s[ENCRYPTER_VALUE], env.len[ENCRYPTER_VALUE], ct, &ctlen) != 0)
         return encrypter_fail(L, "The payload is invalid: \"value\" is not base64.");
     out = lua_newuserdata(L, ctlen + 32);
@@ -695,11 +481,24 @@ int luaopen_luaworker_encrypter(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
         { "key", l_encrypter_key },
-        { "decrypt", l_encrypter_decrypt },
         { "encrypt", l_encrypter_encrypt },
         { NULL, NULL }
     };
     lua_createtable(L, 0, 3);
     luaL_register(L, NULL, funcs);
+    /* decrypt's upvalue: the decode function of a cjson instance of its own,
+     * limited to ENCRYPTER_JSON_DEPTH levels */
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "cjson");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "new");
+    lua_call(L, 0, 1);
+    lua_getfield(L, -1, "decode_max_depth");
+    lua_pushinteger(L, ENCRYPTER_JSON_DEPTH);
+    lua_call(L, 1, 0);
+    lua_getfield(L, -1, "decode");
+    lua_pushcclosure(L, l_encrypter_decrypt, 1);
+    lua_setfield(L, -4, "decrypt");
+    lua_pop(L, 2);
     return 1;
 }
