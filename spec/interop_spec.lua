@@ -45,6 +45,10 @@ describe("PHP interop", function()
         H.dispatch("Uniq")
         H.dispatch("chain")
         H.dispatch("event:PodcastPublished", '--args={"title":"T/ü","episode":7}')
+        H.dispatch("WithModel")
+        H.dispatch("notification:InvoicePaid")
+        H.dispatch("notification-user:InvoicePaid")
+        H.dispatch("mail:Welcome")
         local out = lua([[
             local luaworker = require "luaworker"
             local php, json = luaworker.php, luaworker.json
@@ -62,7 +66,20 @@ describe("PHP interop", function()
             end
             print(#list, checked)
         ]])
-        assert.are.equal("8\t10\n", out)
+        assert.are.equal("12\t14\n", out)
+    end)
+
+    it("shows Eloquent models as the ModelIdentifier Laravel serialized, without loading them", function()
+        H.dispatch("WithModel")
+        work()
+        local seen = H.json_list("spec:seen")
+        assert.are.equal(1, #seen)
+        local command = seen[1].command
+        assert.are.same({ ["<class>"] = "Illuminate\\Contracts\\Database\\ModelIdentifier",
+            class = "App\\Models\\User", id = 1, relations = "<empty>", connection = "sqlite" },
+            command.user)
+        assert.are.same({ 1, 2 }, command.users.id)
+        assert.are.equal("with models", command.note)
     end)
 
     it("runs a chain dispatched by Laravel link by link, each link dispatched as Laravel does", function()

@@ -70,10 +70,13 @@ return [
     |--------------------------------------------------------------------------
     |
     | Trimmed to what a console-only queue application needs and what works
-    | with Debian's php-laravel-framework package. The skeleton's Auth,
-    | Broadcasting, Cookie, Hashing, Mail, Notifications, Pagination,
-    | PasswordReset, Session, Translation, Validation and View providers are
-    | left out (nothing here uses them).
+    | with Debian's php-laravel-framework package. Mail, Notifications,
+    | Translation and View are here for the queued notification
+    | (App\Notifications\InvoicePaid, a MailMessage rendered with the
+    | framework's Blade/markdown mail views) and the queued mailable
+    | (App\Mail\Welcome). The skeleton's Auth, Broadcasting, Cookie, Hashing,
+    | Pagination, PasswordReset, Session and Validation providers are left out
+    | (nothing here uses them).
     |
     */
 
@@ -89,9 +92,13 @@ return [
         Illuminate\Encryption\EncryptionServiceProvider::class,
         Illuminate\Filesystem\FilesystemServiceProvider::class,
         Illuminate\Foundation\Providers\FoundationServiceProvider::class,
+        Illuminate\Mail\MailServiceProvider::class,
+        Illuminate\Notifications\NotificationServiceProvider::class,
         Illuminate\Pipeline\PipelineServiceProvider::class,
         Illuminate\Queue\QueueServiceProvider::class,
         Illuminate\Redis\RedisServiceProvider::class,
+        Illuminate\Translation\TranslationServiceProvider::class,
+        Illuminate\View\ViewServiceProvider::class,
 
         /*
          * Application Service Providers...
@@ -121,10 +128,13 @@ return [
         'Event' => Illuminate\Support\Facades\Event::class,
         'File' => Illuminate\Support\Facades\File::class,
         'Log' => Illuminate\Support\Facades\Log::class,
+        'Mail' => Illuminate\Support\Facades\Mail::class,
+        'Notification' => Illuminate\Support\Facades\Notification::class,
         'Queue' => Illuminate\Support\Facades\Queue::class,
         'Redis' => Illuminate\Support\Facades\Redis::class,
         'Schema' => Illuminate\Support\Facades\Schema::class,
         'Str' => Illuminate\Support\Str::class,
+        'View' => Illuminate\Support\Facades\View::class,
 
     ],
 

@@ -35,6 +35,16 @@ class RunRecorder
     ];
 
     /**
+     * The queue job being processed by this worker (set on JobProcessing,
+     * cleared on JobProcessed / JobFailed / JobExceptionOccurred by
+     * App\Listeners\TrackCurrentJob). Lets handlers that have no $this->job
+     * (a notification's channel, a mailable's build()) record the run.
+     *
+     * @var \Illuminate\Contracts\Queue\Job|null
+     */
+    public static $currentJob = null;
+
+    /**
      * Record a run.
      *
      * @param  string  $class  the handler class (job class, listener class, string-job class)
@@ -110,6 +120,21 @@ class RunRecorder
         }
 
         return $props;
+    }
+
+    /**
+     * Like publicProps(), but only the properties declared by the object's
+     * own class (not by its parents): for classes extending a framework base
+     * class with public properties of its own (Notification: id, locale;
+     * Mailable: to, from, subject, view, ...).
+     */
+    public static function declaredPublicProps($object): array
+    {
+        $class = get_class($object);
+
+        return array_filter(self::publicProps($object), function ($name) use ($class) {
+            return (new ReflectionProperty($class, $name))->getDeclaringClass()->getName() === $class;
+        }, ARRAY_FILTER_USE_KEY);
     }
 
     private static function allTraits(ReflectionClass $ref): array

@@ -2,11 +2,14 @@
 
 namespace App\Console\Commands;
 
+use App\Models\User;
 use Illuminate\Console\Command;
 use Illuminate\Queue\Events\JobQueued;
 use Illuminate\Queue\Queue as BaseQueue;
 use Illuminate\Support\Facades\Bus;
 use Illuminate\Support\Facades\Event;
+use Illuminate\Support\Facades\Mail;
+use Illuminate\Support\Facades\Notification;
 use Illuminate\Support\Facades\Queue;
 use InvalidArgumentException;
 
@@ -21,7 +24,7 @@ use InvalidArgumentException;
 class DispatchJobs extends Command
 {
     protected $signature = 'jobs:dispatch
-        {job : Job class under App\Jobs (e.g. Simple), a class name, "chain", "event:<Name>" or a string job "Class@method"}
+        {job : Job class under App\Jobs (e.g. Simple), a class name, "chain", "event:<Name>", "notification:<Name>", "notification-user:<Name>", "mail:<Name>" or a string job "Class@method"}
         {--count=1 : How many jobs to dispatch}
         {--queue= : Queue name (default: the connection\'s default queue)}
         {--delay= : Delay in seconds}
@@ -153,6 +156,40 @@ class DispatchJobs extends Command
             };
         }
 
+        // A queued notification: notification:<Name> => App\Notifications\<Name>,
+        // sent to the anonymous mail route ada@example.com;
+        // notification-user:<Name> sends it to User #1 (Notifiable).
+        // Each (notifiable, channel) pushes one SendQueuedNotifications payload.
+        foreach (['notification:' => false, 'notification-user:' => true] as $prefix => $toUser) {
+            if (strncmp($name, $prefix, strlen($prefix)) === 0) {
+                $class = $this->prefixedClass(substr($name, strlen($prefix)), 'App\\Notifications\\', 'Notification');
+
+                return function ($args) use ($class, $toUser, $queue, $delay, $connection) {
+                    $notification = $this->applyQueueOptions($this->makeJob($class, $args), $queue, $delay, $connection);
+
+                    $notifiable = $toUser
+                        ? User::findOrFail(1)
+                        : Notification::route('mail', 'ada@example.com');
+
+                    $notifiable->notify($notification);
+                };
+            }
+        }
+
+        // A queued mailable: mail:<Name> => App\Mail\<Name>, sent with
+        // Mail::to('ada@example.com')->queue(...) (later(...) with --delay):
+        // one SendQueuedMailable payload.
+        if (strncmp($name, 'mail:', 5) === 0) {
+            $class = $this->prefixedClass(substr($name, 5), 'App\\Mail\\', 'Mailable');
+
+            return function ($args) use ($class, $queue, $delay, $connection) {
+                $mailable = $this->applyQueueOptions($this->makeJob($class, $args), $queue, null, $connection);
+                $pending = Mail::to('ada@example.com');
+
+                $delay === null ? $pending->queue($mailable) : $pending->later($delay, $mailable);
+            };
+        }
+
         $class = $this->jobClass($name);
 
         return function ($args) use ($class, $queue, $delay, $connection) {
@@ -173,6 +210,39 @@ class DispatchJobs extends Command
             // and dispatches from its destructor.
             dispatch($job);
         };
+    }
+
+    /**
+     * Resolve "<Name>" of a prefixed form (notification:, mail:) to a class:
+     * the name itself if it is a class, else $namespace.<Name>.
+     */
+    protected function prefixedClass($name, $namespace, $what)
+    {
+        foreach ([$name, $namespace.$name] as $class) {
+            if ($name !== '' && class_exists($class)) {
+                return $class;
+            }
+        }
+
+        throw new InvalidArgumentException("{$what} class [{$name}] not found (looked for {$name} and {$namespace}{$name}).");
+    }
+
+    /**
+     * --connection / --queue / --delay on a Queueable (notification, mailable).
+     */
+    protected function applyQueueOptions($queueable, $queue, $delay, $connection)
+    {
+        if ($connection !== null) {
+            $queueable->onConnection($connection);
+        }
+        if ($queue !== null) {
+            $queueable->onQueue($queue);
+        }
+        if ($delay !== null) {
+            $queueable->delay($delay);
+        }
+
+        return $queueable;
     }
 
     protected function jobClass($name)
