@@ -118,6 +118,15 @@ local function encrypt_command(text)
     return sealed
 end
 
+-- Pushes payload onto queue q, or onto its :delayed set when delay > 0.
+local function enqueue(q, payload, delay)
+    if delay and delay > 0 then
+        queue.later(q, host.now() + delay, payload)
+    else
+        queue.push(q, payload)
+    end
+end
+
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
 -- worker's connection; delay: seconds (to :delayed) or nil. Returns the job id.
 function M.push_command(command, q, delay, encrypt)
@@ -132,13 +141,8 @@ function M.push_command(command, q, delay, encrypt)
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
     }
-    local payload = M.payload_text(fields, '{"commandName":' .. encode(class)
-        .. ',"command":' .. encode(text) .. "}")
-    if delay and delay > 0 then
-        queue.later(q, host.now() + delay, payload)
-    else
-        queue.push(q, payload)
-    end
+    enqueue(q, M.payload_text(fields, '{"commandName":' .. encode(class)
+        .. ',"command":' .. encode(text) .. "}"), delay)
     return fields.id
 end
 
@@ -147,12 +151,7 @@ function M.push_string_job(name, data_text, q, delay, fields)
     fields = fields or {}
     fields.uuid, fields.id = host.uuid(), host.random_id(32)
     fields.displayName, fields.job, fields.string_job = name:match("^([^@]*)"), name, true
-    local payload = M.payload_text(fields, data_text)
-    if delay and delay > 0 then
-        queue.later(q, host.now() + delay, payload)
-    else
-        queue.push(q, payload)
-    end
+    enqueue(q, M.payload_text(fields, data_text), delay)
     return fields.id
 end
 

@@ -144,6 +144,18 @@ static void php_unserialize_shift_down(lua_State *L, int tbl, int n)
     lua_rawseti(L, tbl, n);
 }
 
+/* Ends a container whose table is at stack index t: leaves its level, expects
+ * the closing '}' and drops everything above the table. Returns 0 or -1. */
+static int php_unserialize_close(php_unserialize_reader *r, int t)
+{
+    r->depth--;
+    if (php_scan_expect(&r->in, '}') != 0) {
+        return -1;
+    }
+    lua_settop(r->L, t);
+    return 0;
+}
+
 /* a:<n>:{...} (r->in.pos after "a:"); pushes the table. */
 static int php_unserialize_parse_array(php_unserialize_reader *r, size_t at)
 {
@@ -218,12 +230,7 @@ static int php_unserialize_parse_array(php_unserialize_reader *r, size_t at)
         php_unserialize_note_kind(r, mt, k, kind);
         lua_settop(L, k - 1);
     }
-    r->depth--;
-    if (php_scan_expect(&r->in, '}') != 0) {
-        return -1;
-    }
-    lua_settop(L, t);
-    return 0;
+    return php_unserialize_close(r, t);
 }
 
 /* O:<n>:"Class":<n>:{...} (r->in.pos after "O:"); pushes the table. */
@@ -387,12 +394,7 @@ static int php_unserialize_parse_object(php_unserialize_reader *r, size_t at)
         php_unserialize_note_kind(r, mt, lua_gettop(L), kind);
         lua_settop(L, k - 1);
     }
-    r->depth--;
-    if (php_scan_expect(&r->in, '}') != 0) {
-        return -1;
-    }
-    lua_settop(L, t);
-    return 0;
+    return php_unserialize_close(r, t);
 }
 
 /* E:<n>:"Enum:Case"; (r->in.pos after "E:"); pushes the table. */
