@@ -1,6 +1,7 @@
 /* luaworker: runs Laravel Redis queue jobs with Lua handlers. main() parses the
  * command line and the configuration (exit status 2 on bad input, before anything
  * touches Redis), reads the Redis scripts, then hands over to lua_host. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "luaworker: %s\n", err);
         return 2;
     }
+
+    /* A write to a connection Redis has closed must fail, not end the process. */
+    signal(SIGPIPE, SIG_IGN);
 
     struct host host;
     int status;
