@@ -4,6 +4,7 @@
 #   make demo       install what is missing, start a private redis-server when no
 #                   Redis is configured, push sample jobs and run the worker on them
 #   make test       install what is missing, build, run every spec
+#   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
 #
@@ -46,8 +47,9 @@ DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
             php-cli php-redis php-sqlite3 php-laravel-framework
+DEB_FUZZ  = clang libclang-rt-14-dev
 
-.PHONY: all deps test demo bench clean install
+.PHONY: all deps test demo bench clean install fuzz fuzz-run
 
 all: luaworker
 
@@ -66,7 +68,7 @@ $(OBJ):
 	mkdir -p $@
 
 deps:
-	@missing=""; for p in $(DEB_BUILD) $(DEB_TEST); do \
+	@missing=""; for p in $(DEB_BUILD) $(DEB_TEST) $(EXTRA_DEBS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -86,6 +88,54 @@ install: luaworker
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts
 	install -m 755 luaworker $(DESTDIR)$(PREFIX)/bin/luaworker
 	install -m 644 scripts/*.lua $(DESTDIR)$(PREFIX)/share/luaworker/scripts
+
+# make fuzz: libFuzzer targets for the input that comes from outside
+# (spec/fuzz/README.md), built with clang into $(OBJ)/fuzz/ apart from the
+# normal build.  Each runs FUZZ_SECONDS from a working corpus in
+# $(OBJ)/fuzz/corpus/<target> (seeded from spec/fuzz/corpus/<target>, kept
+# between runs) and prints libFuzzer's last line; a crash, leak or timeout
+# leaves its input in $(OBJ)/fuzz/crashes/<target>/ and fails the target.
+# LeakSanitizer cannot follow GC64 LuaJIT's tagged pointers, so the targets
+# holding a Lua state skip libFuzzer's per-input leak check; they close the
+# state at exit, where the usual leak check still runs.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_OBJ      = $(OBJ)/fuzz
+FUZZ_TARGETS  = php_unserialize payload dotenv
+FUZZ_LUA      = php_unserialize payload
+FUZZ_BIN      = $(FUZZ_TARGETS:%=$(FUZZ_OBJ)/fuzz_%)
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                -Iruntime $(PKG_CFLAGS)
+FUZZ_PHP_SRC  = $(addprefix runtime/,php_value.c php_unserialize.c php_serialize.c \
+                  php_meta.c php_scan.c php_float.c)
+
+$(FUZZ_OBJ)/fuzz_php_unserialize $(FUZZ_OBJ)/fuzz_payload: $(FUZZ_PHP_SRC) spec/fuzz/fuzz_lua.c
+$(FUZZ_OBJ)/fuzz_dotenv: runtime/dotenv.c
+
+$(FUZZ_OBJ)/fuzz_%: spec/fuzz/fuzz_%.c $(wildcard runtime/*.h)
+	@mkdir -p $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(LDLIBS)
+
+fuzz:
+	$(MAKE) deps EXTRA_DEBS="$(DEB_FUZZ)"
+	$(MAKE) fuzz-run
+
+fuzz-run: $(FUZZ_BIN)
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  corpus=$(FUZZ_OBJ)/corpus/$$t; crashes=$(FUZZ_OBJ)/crashes/$$t; log=$(FUZZ_OBJ)/$$t.log; \
+	  rm -rf $$crashes; mkdir -p $$corpus $$crashes && cp spec/fuzz/corpus/$$t/* $$corpus/ || exit 1; \
+	  case " $(FUZZ_LUA) " in *" $$t "*) leaks=0 ;; *) leaks=1 ;; esac; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS)s, corpus $$corpus, log $$log"; \
+	  $(FUZZ_OBJ)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	    -detect_leaks=$$leaks \
+	    -dict=spec/fuzz/$$t.dict -artifact_prefix=$$crashes/ $$corpus >$$log 2>&1; rc=$$?; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE' $$log | tail -n 1; \
+	  if [ $$rc -ne 0 ]; then \
+	    failed="$$failed $$t"; tail -n 40 $$log; ls -d $$crashes/* 2>/dev/null; \
+	  fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(OBJ) luaworker
