@@ -2,7 +2,9 @@
  *
  * unserialize and serialize convert between PHP serialize() text (Laravel
  * queue job commands) and Lua values, so that serialize(unserialize(s))
- * reproduces s byte for byte; null is PHP null, lightuserdata(NULL), the same
+ * reproduces s byte for byte for arrays and objects (a bare top-level float
+ * with an integral value, "d:1;", comes back as "i:1;": the float mark lives
+ * on the containing array or object); null is PHP null, lightuserdata(NULL), the same
  * value as cjson.null; class, object, enum, array and is_list read and set
  * the PHP-only details (class, member order, map vs list) that each
  * container carries in its metatable.  The text mappings are in
