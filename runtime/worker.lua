@@ -179,12 +179,18 @@ local function dispatch_next_in_chain(command)
     end
     local rest = {}
     for i = 2, #chained do rest[i - 1] = chained[i] end
+    -- Queueable declares these, so a PHP job always has them (null when unset)
+    local function declared(name)
+        local v = command[name]
+        if v == nil then return cjson.null end
+        return v
+    end
     nxt.chained = rest
-    if not truthy(nxt.connection) then nxt.connection = command.chainConnection end
-    if not truthy(nxt.queue) then nxt.queue = command.chainQueue end
-    nxt.chainConnection = command.chainConnection
-    nxt.chainQueue = command.chainQueue
-    nxt.chainCatchCallbacks = command.chainCatchCallbacks
+    if not truthy(nxt.connection) then nxt.connection = declared("chainConnection") end
+    if not truthy(nxt.queue) then nxt.queue = declared("chainQueue") end
+    nxt.chainConnection = declared("chainConnection")
+    nxt.chainQueue = declared("chainQueue")
+    nxt.chainCatchCallbacks = declared("chainCatchCallbacks")
     local connection = value(nxt.connection)
     if connection ~= nil and connection ~= worker.connection_name then
         error("the chain goes on on connection '" .. tostring(connection)

@@ -458,6 +458,41 @@ describe("luaworker work", function()
             H.failed_record(keyed.uuid).exception)
     end)
 
+    it("dispatches the next link of a chain on chainQueue, carrying the rest, before deleting the job", function()
+        local function str(v) return string.format('s:%d:"%s";', #v, v) end
+        -- an App\Jobs\Spec object with Queueable's properties, in 8.83's order
+        local function job_object(queue, delay, chained, chain_queue)
+            local props = { str("action") .. str("ok"), str("connection") .. "N;",
+                str("queue") .. (queue and str(queue) or "N;"), str("chainConnection") .. "N;",
+                str("chainQueue") .. (chain_queue and str(chain_queue) or "N;"),
+                str("chainCatchCallbacks") .. "N;", str("delay") .. (delay and ("i:" .. delay .. ";") or "N;"),
+                str("chained") .. "a:" .. #chained .. ":{" }
+            for i, link in ipairs(chained) do props[#props] = props[#props] .. "i:" .. (i - 1) .. ";" .. str(link) end
+            props[#props] = props[#props] .. "}"
+            return 'O:13:"App\\Jobs\\Spec":8:{' .. table.concat(props) .. "}"
+        end
+        local link3 = job_object(nil, nil, {})
+        local link2 = job_object(nil, 30, {})
+        local head = job_object(nil, nil, { link2, link3 }, "next-q")
+        local p = H.payload({ data = { commandName = "App\\Jobs\\Spec", command = head } })
+        H.push(p)
+        local before = os.time()
+        work()
+        assert.are.equal(1, #ran())
+        local _, delayed = H.keys("next-q")
+        local members = H.zscores(delayed)
+        assert.are.equal(1, #members)
+        assert.is_true(members[1][2] >= before + 30)
+        local nxt = cjson.decode(members[1][1])
+        assert.are.equal("App\\Jobs\\Spec", nxt.displayName)
+        assert.are.equal(0, nxt.attempts)
+        assert.are_not.equal(p.uuid, nxt.uuid)
+        -- what PHP's Queueable::dispatchNextJobInChain makes of link2
+        assert.are.equal(job_object("next-q", 30, { link3 }, "next-q"), nxt.data.command)
+        local _, _, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+    end)
+
     it("rejects a negative release delay with a clear error", function()
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function(job) job:release(-1) end }" })
         local p = spec_job("ok")
