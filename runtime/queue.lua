@@ -18,14 +18,6 @@ function M.set_prefix(p)
     prefix = p
 end
 
-function M.prefix()
-    return prefix
-end
-
-function M.key(name)
-    return prefix .. name
-end
-
 -- The four keys of queue q: list, delayed, reserved, notify.
 function M.keys(q)
     local k = prefix .. "queues:" .. q

@@ -1,5 +1,5 @@
 -- luaworker.redis: Redis commands and scripts on the worker's connections ("queue":
--- the queue connection, "cache": the cache store's), with errors raised or returned.
+-- the queue connection, "cache": the cache store's); errors are raised.
 local host = require "luaworker.host"
 
 local M = {}
@@ -22,13 +22,6 @@ end
 function M.call(conn, ...)
     local ok, value, kind = host.command(conn, ...)
     if not ok then raise(value, kind) end
-    return value
-end
-
--- try(conn, "CMD", args...) -> the reply, or nil, message, kind.
-function M.try(conn, ...)
-    local ok, value, kind = host.command(conn, ...)
-    if not ok then return nil, value, kind end
     return value
 end
 
