@@ -144,6 +144,17 @@ static void php_unserialize_shift_down(lua_State *L, int tbl, int n)
     lua_rawseti(L, tbl, n);
 }
 
+/* Starts a container whose table is at stack index t: gives it its metatable
+ * (at mt), numbers it for r:/R: references and enters its level. */
+static void php_unserialize_open(php_unserialize_reader *r, int t, int mt)
+{
+    lua_pushvalue(r->L, mt);
+    lua_setmetatable(r->L, t);
+    lua_pushvalue(r->L, t);
+    lua_rawseti(r->L, r->slots, ++r->nslots);
+    r->depth++;
+}
+
 /* Ends a container whose table is at stack index t: leaves its level, expects
  * the closing '}' and drops everything above the table. Returns 0 or -1. */
 static int php_unserialize_close(php_unserialize_reader *r, int t)
@@ -171,11 +182,7 @@ static int php_unserialize_parse_array(php_unserialize_reader *r, size_t at)
     mt = t + 1;
     lua_pushnil(L); /* becomes the keys table if this is a map */
     keys = t + 2;
-    lua_pushvalue(L, mt);
-    lua_setmetatable(L, t);
-    lua_pushvalue(L, t);
-    lua_rawseti(L, r->slots, ++r->nslots);
-    r->depth++;
+    php_unserialize_open(r, t, mt);
     for (i = 0; i < count; i++) {
         int is_int;
         int64_t ival = 0;
@@ -268,11 +275,7 @@ static int php_unserialize_parse_object(php_unserialize_reader *r, size_t at)
     seen = t + 4;
     lua_newtable(L); /* Lua key -> position in keys */
     index = t + 5;
-    lua_pushvalue(L, mt);
-    lua_setmetatable(L, t);
-    lua_pushvalue(L, t);
-    lua_rawseti(L, r->slots, ++r->nslots);
-    r->depth++;
+    php_unserialize_open(r, t, mt);
     for (i = 0; i < count; i++) {
         int is_int;
         int64_t ival;
