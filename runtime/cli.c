@@ -28,6 +28,7 @@ static const struct cli_option work_options[] = {
     {"tries", CLI_UINT, "1", "attempts allowed when the payload has no maxTries (0 = unlimited)"},
     {"json", CLI_FLAG, NULL, "print one JSON object per event instead of the console lines"},
     {"quiet", CLI_FLAG, NULL, "print no job lines"},
+    {"processes", CLI_UINT, "1", "worker processes to run, each working the queues (a supervisor replaces any that end)"},
     {"handlers", CLI_STRING, "./handlers", "directory of the Lua handlers"},
     {"retry-after", CLI_UINT, "90", "seconds a reserved job stays reserved (the connection's retry_after)"},
     {"block-for", CLI_SECONDS, NULL, "seconds to block on the first queue's notify list when it is empty (block_for)"},

@@ -14,6 +14,7 @@ M.NAMES = {
     released_after_exception = "JobReleasedAfterException",
     failing = "JobFailed",
     attempted = "JobAttempted",
+    timed_out = "JobTimedOut",
     stopping = "WorkerStopping",
 }
 

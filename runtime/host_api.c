@@ -1,7 +1,9 @@
 #include "host_api.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -11,6 +13,7 @@
 
 #include "lua_host.h"
 #include "redis_conn.h"
+#include "supervisor.h"
 
 /* The value yielded by every waiting host function: a coroutine driver that sees it
  * must yield it on to the main coroutine and pass the resume values back down. */
@@ -215,14 +218,107 @@ static int l_host_microtime(lua_State *L)
     return 1;
 }
 
-/* host.signals() -> quit, paused: whether a stop signal arrived, whether USR2
- * paused the worker (and CONT has not resumed it). */
+/* host.signals() -> quit, paused, reload: whether a stop signal arrived, whether
+ * USR2 paused the worker (and CONT has not resumed it), whether HUP asked for a
+ * reload. */
 static int l_host_signals(lua_State *L)
 {
     struct host *h = host_of(L);
     lua_pushboolean(L, h->quit);
     lua_pushboolean(L, h->paused);
-    return 2;
+    lua_pushboolean(L, h->reload);
+    return 3;
+}
+
+/* host.supervised() -> whether a supervisor runs this process. */
+static int l_host_supervised(lua_State *L)
+{
+    lua_pushboolean(L, host_of(L)->supervisor_fd >= 0);
+    return 1;
+}
+
+/* Appends a 4-byte length and s to a job frame being built in b. */
+static void push_part(luaL_Buffer *b, const char *s, size_t len)
+{
+    uint32_t n = (uint32_t)len;
+    luaL_addlstring(b, (const char *)&n, sizeof n);
+    luaL_addlstring(b, s, len);
+}
+
+/* host.report_start(timeout, queue, payload, reserved): tells the supervisor a job
+ * started (see supervisor.h). No-op when not supervised. */
+static int l_host_report_start(lua_State *L)
+{
+    struct host *h = host_of(L);
+    uint32_t timeout = (uint32_t)luaL_checknumber(L, 1);
+    size_t qlen, plen, rlen;
+    const char *q = luaL_checklstring(L, 2, &qlen);
+    const char *p = luaL_checklstring(L, 3, &plen);
+    const char *r = luaL_checklstring(L, 4, &rlen);
+    if (h->supervisor_fd < 0)
+        return 0;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, (const char *)&timeout, sizeof timeout);
+    push_part(&b, q, qlen);
+    push_part(&b, p, plen);
+    push_part(&b, r, rlen);
+    luaL_pushresult(&b);
+    size_t len;
+    const char *frame = lua_tolstring(L, -1, &len);
+    supervisor_send(h->supervisor_fd, 'S', &frame, &len, 1);
+    return 0;
+}
+
+/* host.report(type[, body]): sends a frame of that type ("E" job ended, "X"
+ * exiting with body = reason) to the supervisor. No-op when not supervised. */
+static int l_host_report(lua_State *L)
+{
+    struct host *h = host_of(L);
+    size_t tlen, len = 0;
+    const char *type = luaL_checklstring(L, 1, &tlen);
+    const char *body = luaL_optlstring(L, 2, "", &len);
+    luaL_argcheck(L, tlen == 1, 1, "expected one character");
+    if (h->supervisor_fd >= 0)
+        supervisor_send(h->supervisor_fd, type[0], &body, &len, 1);
+    return 0;
+}
+
+/* host.handover() -> timeout, queue, payload, reserved of the job the previous
+ * process was killed for running past its timeout; nothing when there is none or
+ * the process is not supervised. Reads the supervisor's first frame (blocking). */
+static int l_host_handover(lua_State *L)
+{
+    struct host *h = host_of(L);
+    char type;
+    char *body;
+    size_t len;
+    if (h->supervisor_fd < 0 || supervisor_receive(h->supervisor_fd, &type, &body, &len))
+        return 0;
+    int n = 0;
+    if (type == 'T' && len >= 4) {
+        uint32_t timeout;
+        memcpy(&timeout, body, 4);
+        lua_pushnumber(L, timeout);
+        n = 1;
+        size_t off = 4;
+        while (n < 4 && len - off >= 4) {
+            uint32_t plen;
+            memcpy(&plen, body + off, 4);
+            off += 4;
+            if (plen > len - off)
+                break;
+            lua_pushlstring(L, body + off, plen);
+            off += plen;
+            n++;
+        }
+        if (n < 4) {
+            lua_pop(L, n);
+            n = 0;
+        }
+    }
+    free(body);
+    return n;
 }
 
 static void random_bytes(unsigned char *buf, size_t n)
@@ -299,6 +395,10 @@ static const luaL_Reg host_functions[] = {
     {"clock", l_host_clock},
     {"microtime", l_host_microtime},
     {"signals", l_host_signals},
+    {"supervised", l_host_supervised},
+    {"report_start", l_host_report_start},
+    {"report", l_host_report},
+    {"handover", l_host_handover},
     {"random_id", l_host_random_id},
     {"uuid", l_host_uuid},
     {"rss_mb", l_host_rss_mb},

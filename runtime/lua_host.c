@@ -27,6 +27,9 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     case SIGCONT:
         h->paused = 0;
         break;
+    case SIGHUP:
+        h->reload = 1;
+        break;
     default:
         h->quit = 1;
     }
@@ -47,6 +50,7 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
 {
     memset(h, 0, sizeof *h);
     h->co_ref = LUA_NOREF;
+    h->supervisor_fd = -1;
     h->config = *config;
     h->scripts = *scripts;
     memset(scripts, 0, sizeof *scripts);
@@ -73,8 +77,8 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
         }
     }
 
-    const int signums[5] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT};
-    for (int i = 0; i < 5; i++) {
+    const int signums[6] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT, SIGHUP};
+    for (int i = 0; i < 6; i++) {
         ev_signal_init(&h->signals[i], on_signal, signums[i]);
         h->signals[i].data = h;
         ev_signal_start(h->loop, &h->signals[i]);
@@ -208,7 +212,7 @@ void host_close(struct host *h)
         h->conns[i] = NULL;
     }
     if (h->loop)
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 6; i++) {
             ev_ref(h->loop);
             ev_signal_stop(h->loop, &h->signals[i]);
         }

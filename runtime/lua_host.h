@@ -25,9 +25,11 @@ struct host {
     struct scripts scripts;
     struct redis_conn *conns[2];    /* HOST_QUEUE_CONN, HOST_CACHE_CONN */
     ev_timer sleep_timer;
-    ev_signal signals[5];
+    ev_signal signals[6];
     volatile int quit;              /* TERM, INT or QUIT arrived */
     volatile int paused;            /* USR2 arrived, CONT not yet */
+    volatile int reload;            /* HUP arrived: end after the current job */
+    int supervisor_fd;              /* socket to the supervisor, -1 when none */
     int finished;                   /* the main coroutine returned or raised */
     int closing;                    /* replies no longer resume Lua */
     int exit_code;

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "lua_host.h"
 #include "scripts.h"
+#include "supervisor.h"
 
 static const char *option_value(const struct cli *cli, const char *name)
 {
@@ -58,12 +59,29 @@ int main(int argc, char **argv)
     /* A write to a connection Redis has closed must fail, not end the process. */
     signal(SIGPIPE, SIG_IGN);
 
+    /* `work` runs under a supervisor (its workers are this binary again); --once
+     * runs its one job in this process. */
+    const char *supervisor_fd = getenv(SUPERVISOR_FD_ENV);
+    if (strcmp(cli.command->name, "work") == 0 && !supervisor_fd && !option_value(&cli, "once")) {
+        int processes = atoi(option_value(&cli, "processes"));
+        scripts_free(&scripts);
+        if (processes < 1) {
+            fprintf(stderr, "luaworker: --processes=%d: expected 1 or more\n", processes);
+            return 2;
+        }
+        return supervisor_run(argc, argv, processes);
+    }
+
     struct host host;
     int status;
     if (host_open(&host, &config, &scripts, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
         status = 70;
     } else {
+        if (supervisor_fd) {
+            host.supervisor_fd = atoi(supervisor_fd);
+            unsetenv(SUPERVISOR_FD_ENV);
+        }
         status = host_run(&host, &cli);
     }
     host_close(&host);

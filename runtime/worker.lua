@@ -357,6 +357,10 @@ local function process(job)
             "payload cannot be decoded: " .. job.undecodable), "")
         return
     end
+    -- the supervisor ends this process if the job runs past its timeout
+    local timeout = tonumber(job:timeout()) or options.timeout
+    local watched = host.supervised() and timeout > 0
+    if watched then host.report_start(timeout, job:queue(), job:raw_body(), job:reserved_body()) end
     local ok, err, trace = task.run(function()
         output.job("starting", job)
         fire("before", job)
@@ -374,6 +378,31 @@ local function process(job)
         end
     end
     fire_safely("attempted", job, nil, { exception_occurred = not ok })
+    if watched then host.report("E") end
+end
+
+-- Worker::registerTimeoutHandler's decisions, for a job whose previous process was
+-- ended because it ran past its timeout: fail it when that was its last attempt,
+-- when maxExceptions is reached (a timeout counts as an exception) or when it has
+-- failOnTimeout; otherwise leave it reserved, to come back after retry_after.
+local function handle_timed_out_job(timeout, q, raw, reserved)
+    local decoded, payload = pcall(decode, raw)
+    if not decoded or type(payload) ~= "table" then payload = { attempts = 0 } end
+    local job = jobs.new(worker, q, raw, reserved, payload)
+    local exc = exception_info(max_attempts_exception(job), "")
+    local ok, err, trace = task.run(function()
+        fail_if_will_exceed_max_attempts(job, exc)
+        fail_if_will_exceed_max_exceptions(job, exc)
+        if job:should_fail_on_timeout() then worker.fail(job, exc.value, exc.text) end
+    end)
+    fire_safely("timed_out", job, exc, { timeout = timeout })
+    if not ok then
+        output.error("while handling the timeout of " .. tostring(job:name()) .. ": "
+            .. tostring(redis.is_error(err) and err.message or trace), job)
+    end
+    output.error(string.format("%s (attempt %d) ran past its timeout of %ds; its process was ended%s",
+        tostring(job:name()), job:attempts(), timeout,
+        job:has_failed() and "; failed" or ", and it stays reserved until retry_after"), job)
 end
 
 -- The restart key written by `queue:restart` (and `luaworker restart`).
@@ -382,6 +411,11 @@ local function last_restart()
 end
 
 local connection_down = false
+
+-- Seconds to wait after a failed attempt to reach Redis: doubles per failure,
+-- up to RECONNECT_MAX, and starts again at 1 once Redis answers.
+local RECONNECT_MAX = 16
+local reconnect_delay = 1
 
 -- Reports an error while taking a job; a lost connection once per outage.
 local function report_redis_error(err)
@@ -449,9 +483,11 @@ local function get_next_job(queues)
     end)
     if not ok then
         report_redis_error(result)
-        host.sleep(1)
+        host.sleep(reconnect_delay)
+        reconnect_delay = math.min(reconnect_delay * 2, RECONNECT_MAX)
         return nil
     end
+    reconnect_delay = 1
     if connection_down then
         output.error("connection to Redis at " .. host.describe("queue") .. " is back")
         connection_down = false
@@ -460,8 +496,9 @@ local function get_next_job(queues)
 end
 
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
-    local quit = host.signals()
+    local quit, _, reload = host.signals()
     if quit then return EXIT_OK, "interrupted" end
+    if reload then return EXIT_OK, "reload" end
     if options.memory > 0 and (host.rss_mb() or 0) >= options.memory then
         return EXIT_MEMORY, "memory"
     end
@@ -490,6 +527,7 @@ end
 
 local function stop(status, reason)
     fire_safely("stopping", nil, nil, { status = status, reason = reason })
+    host.report("X", reason)
     return status
 end
 
@@ -534,6 +572,10 @@ function M.run(cli, cfg)
         output.error("cannot start: " .. tostring(trace or select(2, handlers.run_init())))
         return 1
     end
+
+    host.report("R")
+    local timed_out = { host.handover() }
+    if timed_out[1] then handle_timed_out_job(unpack(timed_out, 1, 4)) end
 
     local restart_ok, restart_at_start = task.run(last_restart)
     if not restart_ok then restart_at_start = nil end

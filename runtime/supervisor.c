@@ -1,0 +1,472 @@
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+/* A worker that ends before it reported ready failed to start; the next start
+ * then waits, 1 s doubling up to RESPAWN_MAX seconds. */
+#define RESPAWN_MAX 30.0
+/* Frames larger than this are refused (a payload is at most a few MB). */
+#define FRAME_MAX (64u << 20)
+
+struct supervisor;
+
+struct worker {
+    struct supervisor *sup;
+    int index;               /* 1-based, for messages */
+    pid_t pid;               /* 0 while not running */
+    int fd;                  /* supervisor's end of the socket pair, -1 when none */
+    ev_io io;
+    ev_child child;
+    ev_timer deadline;       /* armed while a job with a timeout runs */
+    ev_timer respawn;        /* delays a start after failures */
+    double started;          /* ev_now() of the start */
+    int ready;               /* sent its 'R' frame */
+    double backoff;          /* seconds before the next start after a failed one */
+    char *in;                /* bytes read, not yet a whole frame */
+    size_t in_len, in_cap;
+    char *job;               /* job frame of the running job, or NULL */
+    size_t job_len;
+    char *handover;          /* job frame to give the next process (timed out) */
+    size_t handover_len;
+    int timed_out;           /* killed for its job's timeout */
+    char reason[32];         /* from its 'X' frame */
+    int done;                /* ended and is not to be replaced */
+};
+
+struct supervisor {
+    struct ev_loop *loop;
+    char **argv;
+    int nworkers;
+    struct worker *workers;
+    ev_signal signals[6];
+    int stopping;
+    int exit_code;
+};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...)
+{
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
+    fprintf(stderr, "[%s] ", stamp);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int supervisor_send(int fd, char type, const char *const *parts, const size_t *lens, int nparts)
+{
+    uint32_t len = 1;
+    for (int i = 0; i < nparts; i++)
+        len += (uint32_t)lens[i];
+    if (write_all(fd, (const char *)&len, sizeof len) || write_all(fd, &type, 1))
+        return -1;
+    for (int i = 0; i < nparts; i++)
+        if (write_all(fd, parts[i], lens[i]))
+            return -1;
+    return 0;
+}
+
+int supervisor_receive(int fd, char *type, char **body, size_t *len)
+{
+    uint32_t n;
+    if (read_all(fd, (char *)&n, sizeof n) || n < 1 || n > FRAME_MAX)
+        return -1;
+    char *buf = malloc(n);
+    if (!buf || read_all(fd, buf, n)) {
+        free(buf);
+        return -1;
+    }
+    *type = buf[0];
+    memmove(buf, buf + 1, n - 1);
+    *body = buf;
+    *len = n - 1;
+    return 0;
+}
+
+static int all_done(const struct supervisor *s)
+{
+    for (int i = 0; i < s->nworkers; i++)
+        if (s->workers[i].pid || !s->workers[i].done)
+            return 0;
+    return 1;
+}
+
+static void spawn(struct worker *w);
+
+static void on_respawn(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    spawn(t->data);
+}
+
+/* The job frame's timeout (its first 4 bytes). */
+static uint32_t job_timeout(const char *frame, size_t len)
+{
+    uint32_t t = 0;
+    if (len >= 4)
+        memcpy(&t, frame, 4);
+    return t;
+}
+
+static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct worker *w = t->data;
+    if (!w->pid || !w->job)
+        return;
+    say("worker %d (pid %d): job timed out after %us; ending the process", w->index, (int)w->pid,
+        job_timeout(w->job, w->job_len));
+    w->timed_out = 1;
+    kill(w->pid, SIGKILL);
+}
+
+static void on_frame(struct worker *w, char type, const char *body, size_t len)
+{
+    struct supervisor *s = w->sup;
+    switch (type) {
+    case 'S': {
+        free(w->job);
+        w->job = malloc(len ? len : 1);
+        if (!w->job)
+            return;
+        memcpy(w->job, body, len);
+        w->job_len = len;
+        uint32_t timeout = job_timeout(body, len);
+        ev_timer_stop(s->loop, &w->deadline);
+        if (timeout > 0) {
+            ev_timer_set(&w->deadline, timeout, 0.);
+            ev_timer_start(s->loop, &w->deadline);
+        }
+        break;
+    }
+    case 'E':
+        ev_timer_stop(s->loop, &w->deadline);
+        free(w->job);
+        w->job = NULL;
+        break;
+    case 'R':
+        w->ready = 1;
+        break;
+    case 'X':
+        snprintf(w->reason, sizeof w->reason, "%.*s", (int)(len < 31 ? len : 31), body);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)revents;
+    struct worker *w = io->data;
+    char chunk[65536];
+    ssize_t r = read(w->fd, chunk, sizeof chunk);
+    if (r <= 0) {
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            return;
+        ev_io_stop(loop, io);
+        close(w->fd);
+        w->fd = -1;
+        return;
+    }
+    if (w->in_len + (size_t)r > w->in_cap) {
+        size_t cap = w->in_cap ? w->in_cap : 65536;
+        while (cap < w->in_len + (size_t)r)
+            cap *= 2;
+        char *in = realloc(w->in, cap);
+        if (!in)
+            return;
+        w->in = in;
+        w->in_cap = cap;
+    }
+    memcpy(w->in + w->in_len, chunk, (size_t)r);
+    w->in_len += (size_t)r;
+    size_t off = 0;
+    for (;;) {
+        uint32_t n;
+        if (w->in_len - off < 4)
+            break;
+        memcpy(&n, w->in + off, 4);
+        if (n < 1 || n > FRAME_MAX) {
+            say("worker %d (pid %d): malformed report; ignoring it", w->index, (int)w->pid);
+            off = w->in_len;
+            break;
+        }
+        if (w->in_len - off - 4 < n)
+            break;
+        on_frame(w, w->in[off + 4], w->in + off + 5, n - 1);
+        off += 4 + n;
+    }
+    memmove(w->in, w->in + off, w->in_len - off);
+    w->in_len -= off;
+}
+
+/* What a worker's stop reason means for its slot. */
+static int reason_stops_all(const char *reason)
+{
+    return strcmp(reason, "restart_signal") == 0 || strcmp(reason, "interrupted") == 0;
+}
+
+static void stop_all(struct supervisor *s, int sig);
+
+static void on_child(struct ev_loop *loop, ev_child *c, int revents)
+{
+    (void)revents;
+    struct worker *w = c->data;
+    struct supervisor *s = w->sup;
+    int status = c->rstatus;
+    ev_child_stop(loop, c);
+    ev_timer_stop(loop, &w->deadline);
+    if (w->fd >= 0) {
+        on_readable(loop, &w->io, EV_READ);  /* frames still buffered */
+        ev_io_stop(loop, &w->io);
+        close(w->fd);
+        w->fd = -1;
+    }
+    pid_t pid = w->pid;
+    w->pid = 0;
+    w->in_len = 0;
+
+    if (w->timed_out) {
+        /* the next process gets the job, to fail it or leave it reserved */
+        free(w->handover);
+        w->handover = w->job;
+        w->handover_len = w->job_len;
+        w->job = NULL;
+        w->timed_out = 0;
+        if (!s->stopping) {
+            spawn(w);
+            return;
+        }
+    }
+    free(w->job);
+    w->job = NULL;
+
+    int clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12);
+    if (!clean) {
+        if (WIFSIGNALED(status))
+            say("worker %d (pid %d) was killed by signal %d (%s)", w->index, (int)pid,
+                WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else
+            say("worker %d (pid %d) exited with status %d", w->index, (int)pid, WEXITSTATUS(status));
+    }
+    if (s->stopping) {
+        w->done = 1;
+    } else if (clean && strcmp(w->reason, "empty") == 0) {
+        w->done = 1;
+    } else if (clean && reason_stops_all(w->reason)) {
+        w->done = 1;
+        stop_all(s, SIGTERM);
+    } else if (!clean && WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        /* bad configuration: starting again cannot help */
+        w->done = 1;
+        s->exit_code = 2;
+        stop_all(s, SIGTERM);
+    } else {
+        double lived = ev_now(loop) - w->started;
+        int hungry = clean && strcmp(w->reason, "memory") == 0 && lived < 1.0;
+        if (hungry)
+            say("worker %d reached --memory %.1fs after its start: the limit is below what a "
+                "fresh worker needs", w->index, lived);
+        if ((!clean && !w->ready) || hungry) {
+            w->backoff = w->backoff > 0 ? w->backoff * 2 : 1;
+            if (w->backoff > RESPAWN_MAX)
+                w->backoff = RESPAWN_MAX;
+            say("worker %d ended %.1fs after its start%s; starting it again in %.0fs", w->index,
+                lived, hungry ? "" : ", before it was ready", w->backoff);
+            ev_timer_set(&w->respawn, w->backoff, 0.);
+            ev_timer_start(loop, &w->respawn);
+        } else {
+            w->backoff = 0;
+            spawn(w);
+        }
+    }
+    if (all_done(s))
+        ev_break(loop, EVBREAK_ALL);
+}
+
+static void spawn(struct worker *w)
+{
+    struct supervisor *s = w->sup;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        say("worker %d: cannot create a socket pair: %s", w->index, strerror(errno));
+        ev_timer_set(&w->respawn, 1., 0.);
+        ev_timer_start(s->loop, &w->respawn);
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        say("worker %d: cannot fork: %s", w->index, strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        ev_timer_set(&w->respawn, 1., 0.);
+        ev_timer_start(s->loop, &w->respawn);
+        return;
+    }
+    if (pid == 0) {
+        char fd[16];
+        int child_fd = dup(sv[1]);  /* without FD_CLOEXEC */
+        snprintf(fd, sizeof fd, "%d", child_fd);
+        setenv(SUPERVISOR_FD_ENV, fd, 1);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv("/proc/self/exe", s->argv);
+        fprintf(stderr, "luaworker: cannot start a worker: %s\n", strerror(errno));
+        _exit(70);
+    }
+    close(sv[1]);
+    w->pid = pid;
+    w->fd = sv[0];
+    w->started = ev_now(s->loop);
+    w->ready = 0;
+    w->reason[0] = '\0';
+    w->in_len = 0;
+    fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK);
+
+    /* its first frame: the job the previous process timed out on, if any */
+    const char *part = w->handover ? w->handover : "";
+    size_t len = w->handover ? w->handover_len : 0;
+    int flags = fcntl(w->fd, F_GETFL);
+    fcntl(w->fd, F_SETFL, flags & ~O_NONBLOCK);
+    supervisor_send(w->fd, w->handover ? 'T' : 'N', &part, &len, 1);
+    fcntl(w->fd, F_SETFL, flags);
+    free(w->handover);
+    w->handover = NULL;
+
+    ev_io_init(&w->io, on_readable, w->fd, EV_READ);
+    w->io.data = w;
+    ev_io_start(s->loop, &w->io);
+    ev_child_init(&w->child, on_child, pid, 0);
+    w->child.data = w;
+    ev_child_start(s->loop, &w->child);
+}
+
+static void stop_all(struct supervisor *s, int sig)
+{
+    s->stopping = 1;
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        ev_timer_stop(s->loop, &w->respawn);
+        if (w->pid)
+            kill(w->pid, sig);
+        else
+            w->done = 1;
+    }
+    if (all_done(s))
+        ev_break(s->loop, EVBREAK_ALL);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct supervisor *s = sig->data;
+    switch (sig->signum) {
+    case SIGUSR2:
+    case SIGCONT:
+    case SIGHUP:
+        for (int i = 0; i < s->nworkers; i++)
+            if (s->workers[i].pid)
+                kill(s->workers[i].pid, sig->signum);
+        if (sig->signum == SIGHUP)
+            say("reloading: each worker ends after its current job and a fresh one starts");
+        break;
+    default:
+        if (!s->stopping)
+            stop_all(s, SIGTERM);
+    }
+}
+
+int supervisor_run(int argc, char **argv, int processes)
+{
+    (void)argc;
+    struct supervisor s;
+    memset(&s, 0, sizeof s);
+    s.loop = ev_default_loop(EVFLAG_AUTO);
+    s.argv = argv;
+    s.nworkers = processes;
+    s.workers = calloc((size_t)processes, sizeof *s.workers);
+    if (!s.loop || !s.workers) {
+        fprintf(stderr, "luaworker: cannot start the supervisor\n");
+        return 70;
+    }
+    const int signums[6] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT, SIGHUP};
+    for (int i = 0; i < 6; i++) {
+        ev_signal_init(&s.signals[i], on_signal, signums[i]);
+        s.signals[i].data = &s;
+        ev_signal_start(s.loop, &s.signals[i]);
+        ev_unref(s.loop);
+    }
+    for (int i = 0; i < processes; i++) {
+        struct worker *w = &s.workers[i];
+        w->sup = &s;
+        w->index = i + 1;
+        w->fd = -1;
+        ev_timer_init(&w->deadline, on_deadline, 0., 0.);
+        w->deadline.data = w;
+        ev_timer_init(&w->respawn, on_respawn, 0., 0.);
+        w->respawn.data = w;
+        spawn(w);
+    }
+    ev_run(s.loop, 0);
+    for (int i = 0; i < processes; i++) {
+        free(s.workers[i].in);
+        free(s.workers[i].job);
+        free(s.workers[i].handover);
+    }
+    free(s.workers);
+    return s.exit_code;
+}

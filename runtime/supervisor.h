@@ -1,0 +1,43 @@
+/* supervisor: `luaworker work` as a process supervisor. LuaJIT cannot interrupt
+ * compiled code, so a job is stopped by ending its process: the supervisor runs
+ * N worker processes (this binary again, with LUAWORKER_SUPERVISOR_FD naming its
+ * end of a socket pair), replaces those that end, forwards TERM/INT/QUIT (stop),
+ * USR2/CONT (pause, resume) and HUP (reload: each worker ends after its current
+ * job and a fresh one starts), and SIGKILLs a worker whose job runs past its
+ * timeout, handing that job to the replacement, which applies Laravel's timeout
+ * rules to it. It runs no Lua and talks to no Redis. Uses libev.
+ *
+ * The messages on the socket pair are frames: a 4-byte length (host order) of
+ * what follows, a type byte, then the body.
+ *   worker -> supervisor  'R' ready: handlers loaded (a worker that ends before
+ *                         this failed to start, and is started again after a delay)
+ *                         'S' job started: body is the job frame (below)
+ *                         'E' job ended (empty body)
+ *                         'X' exiting: body is the stop reason ("max_jobs"...)
+ *   supervisor -> worker  'T' a job that timed out in the previous process: the
+ *                         job frame; sent first, before the worker's loop starts
+ *                         'N' no such job
+ * A job frame is: timeout seconds (4 bytes), then queue, payload, reserved copy,
+ * each as a 4-byte length and its bytes. */
+#ifndef LUAWORKER_SUPERVISOR_H
+#define LUAWORKER_SUPERVISOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SUPERVISOR_FD_ENV "LUAWORKER_SUPERVISOR_FD"
+
+/* Runs the supervisor for `argv` (the command line to give each worker) with
+ * `processes` workers until it stops. Returns the exit status. */
+int supervisor_run(int argc, char **argv, int processes);
+
+/* Worker side: writes one frame (type, then body parts concatenated) to fd,
+ * blocking until it is written. Returns 0 or -1. */
+int supervisor_send(int fd, char type, const char *const *parts, const size_t *lens, int nparts);
+
+/* Worker side: reads one frame from fd (blocking). On success returns 0 and sets
+ * *type and *body (malloc'd, caller frees; *len its length). Returns -1 on EOF or
+ * error. */
+int supervisor_receive(int fd, char *type, char **body, size_t *len);
+
+#endif

@@ -1,0 +1,237 @@
+-- `luaworker work` as a supervisor of worker processes: replacing workers that end,
+-- recycling them (--memory, --max-jobs, --max-time, HUP), ending a job that runs
+-- past its timeout with its process, and stopping gracefully.
+local H = require "spec.helpers"
+local cjson = H.json
+
+-- Records each run as {id, attempts, client}: client is the Redis client id of the
+-- worker process's connection, so a different process shows a different id. The
+-- command's action: "spin" loops forever (CPU-bound, past any timeout), "slow"
+-- waits spec:slow seconds.
+local HANDLER = [[
+local luaworker = require "luaworker"
+local hoard = {}
+return {
+    handle = function(job, command)
+        luaworker.redis("RPUSH", "spec:ran", luaworker.json.encode({ id = job:id(),
+            attempts = job:attempts(), client = luaworker.redis("CLIENT", "ID") }))
+        if command.action == "spin" then
+            local n = 0
+            while true do n = n + 1 end
+        elseif command.action == "hog" then
+            for _ = 1, 60 do
+                hoard[#hoard + 1] = string.rep("x", 1048568) .. string.format("%08d", #hoard)
+            end
+        elseif command.action == "slow" then
+            luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
+            luaworker.redis("RPUSH", "spec:finished", job:id())
+        end
+    end,
+    failed = function(job, command, err)
+        luaworker.redis("RPUSH", "spec:failed", tostring(err))
+    end,
+}
+]]
+
+local INIT = [[
+local luaworker = require "luaworker"
+luaworker.failing(function(e) luaworker.redis("RPUSH", "spec:failing", e.job:id()) end)
+luaworker.timed_out(function(e) luaworker.redis("RPUSH", "spec:timed_out", e.job:id()) end)
+]]
+
+local function spec_job(action, fields)
+    fields = fields or {}
+    fields.data = { commandName = "App\\Jobs\\Spec", command = string.format(
+        'O:13:"App\\Jobs\\Spec":1:{s:6:"action";s:%d:"%s";}', #action, action) }
+    return H.payload(fields)
+end
+
+local function ran() return H.json_list("spec:ran") end
+
+local function clients()
+    local set, n = {}, 0
+    for _, r in ipairs(ran()) do
+        if not set[r.client] then set[r.client] = true; n = n + 1 end
+    end
+    return n
+end
+
+local handlers, workers
+
+local function start(args)
+    local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
+    for _, a in ipairs(args or {}) do full[#full + 1] = a end
+    local w = H.spawn(full)
+    workers[#workers + 1] = w
+    return w
+end
+
+-- The worker processes a supervisor runs.
+local function children(w)
+    local f = io.popen("pgrep -P " .. w.pid)
+    local pids = {}
+    for pid in f:read("*a"):gmatch("%d+") do pids[#pids + 1] = tonumber(pid) end
+    f:close()
+    return pids
+end
+
+describe("luaworker work's supervisor", function()
+    before_each(function()
+        H.flush()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER, ["init.lua"] = INIT })
+        workers = {}
+    end)
+
+    after_each(function()
+        for _, w in ipairs(workers) do w:stop() end
+    end)
+
+    it("runs --processes workers, which all take jobs", function()
+        H.r("SET", "spec:slow", "0.3")
+        local w = start({ "--processes=2" })
+        H.wait_until(function() return #children(w) == 2 end, 5, "two workers")
+        for i = 1, 4 do H.push(spec_job("slow", { id = "j" .. i })) end
+        H.wait_until(function() return H.r("LLEN", "spec:finished") == 4 end, 10, "the jobs")
+        assert.are.equal(2, clients())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("replaces a worker killed mid-job; the job comes back after retry_after and runs again", function()
+        H.r("SET", "spec:slow", "30")
+        local w = start({ "--retry-after=2", "--timeout=0", "--tries=3" })
+        local p = spec_job("slow")
+        H.push(p)
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        local first = children(w)[1]
+        os.execute("kill -9 " .. first)
+        H.wait_until(function()
+            local pids = children(w)
+            return #pids == 1 and pids[1] ~= first
+        end, 5, "a fresh worker")
+        H.r("SET", "spec:slow", "0")
+        H.wait_until(function() return H.r("LLEN", "spec:finished") == 1 end, 10, "the job's second run")
+        local runs = ran()
+        assert.are.same({ 1, 2 }, { runs[1].attempts, runs[2].attempts })
+        assert.are_not.equal(runs[1].client, runs[2].client)
+        assert.matches("worker 1 %(pid " .. first .. "%) was killed by signal 9", w:stderr())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("ends a job running past its timeout with its process, and fails it when failOnTimeout is set", function()
+        local w = start()
+        local spinning = spec_job("spin", { timeout = 1, failOnTimeout = true, maxTries = 5 })
+        H.push(spinning)
+        H.push(spec_job("ok"))
+        H.wait_until(function() return H.r("LLEN", "spec:failing") == 1 end, 5, "the timed-out job to fail")
+        local record = H.failed_record(spinning.uuid)
+        assert.are.equal("Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Spec has been "
+            .. "attempted too many times or run too long. The job may have previously timed out.",
+            record.exception)
+        assert.matches("MaxAttemptsExceededException", H.r("LRANGE", "spec:failed", 0, -1)[1])
+        assert.are.same({ spinning.id }, H.r("LRANGE", "spec:timed_out", 0, -1))
+        -- the fresh process goes on with the queue
+        H.wait_until(function() return #ran() == 2 end, 5, "the next job")
+        local _, _, reserved = H.keys()
+        H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 5, "no reservation left")
+        assert.matches("job timed out after 1s; ending the process", w:stderr())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("leaves a timed-out job with attempts left reserved, to run again after retry_after", function()
+        local w = start({ "--retry-after=3" })
+        local p = spec_job("spin", { timeout = 1, maxTries = 3 })
+        H.push(p)
+        H.wait_until(function() return #ran() == 2 end, 10, "the job's second attempt")
+        local runs = ran()
+        assert.are.same({ 1, 2 }, { runs[1].attempts, runs[2].attempts })
+        assert.are.equal(0, H.r("EXISTS", H.prefix .. "luaworker:failed_jobs:" .. p.uuid))
+        assert.matches("ran past its timeout of 1s; its process was ended, and it stays reserved", w:stderr())
+    end)
+
+    it("fails a timed-out job on its last attempt, as --tries decides", function()
+        local w = start({ "--tries=1" })
+        local p = spec_job("spin", { timeout = 1 })
+        H.push(p)
+        H.wait_until(function() return H.r("LLEN", "spec:failing") == 1 end, 5, "the job to fail")
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException", H.failed_record(p.uuid).exception)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("lets the job in hand finish on TERM, then exits 0", function()
+        H.r("SET", "spec:slow", "1")
+        local w = start()
+        H.push(spec_job("slow"))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+        assert.are.equal(1, H.r("LLEN", "spec:finished"))
+        local _, _, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+    end)
+
+    it("recycles a worker that reaches --memory, --max-jobs or --max-time", function()
+        -- each "hog" job leaves its process holding 60 MB
+        for i = 1, 2 do H.push(spec_job("hog", { id = "m" .. i })) end
+        local w = start({ "--memory=40", "--stop-when-empty" })
+        assert.are.equal(0, w:wait(10))
+        assert.are.same({ 2, 2 }, { #ran(), clients() })
+
+        H.flush()
+        for i = 1, 3 do H.push(spec_job("ok", { id = "j" .. i })) end
+        w = start({ "--max-jobs=1", "--stop-when-empty" })
+        assert.are.equal(0, w:wait(10))
+        assert.are.same({ 3, 3 }, { #ran(), clients() })
+
+        H.flush()
+        w = start({ "--max-time=1" })
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 5, "the first job")
+        H.sleep(1.5)
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 2 end, 5, "the job after --max-time")
+        assert.are.equal(2, clients())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("reloads on HUP: each worker ends after its job and a fresh one takes over", function()
+        H.r("SET", "spec:slow", "0.5")
+        local w = start()
+        H.push(spec_job("slow"))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        local before = children(w)[1]
+        w:kill("HUP")
+        H.wait_until(function()
+            local pids = children(w)
+            return #pids == 1 and pids[1] ~= before
+        end, 5, "a fresh worker")
+        assert.are.equal(1, H.r("LLEN", "spec:finished"))
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 2 end, 5, "a job in the fresh worker")
+        assert.are.equal(2, clients())
+    end)
+
+    it("delays restarts of a worker over --memory from its start instead of looping", function()
+        local w = start({ "--memory=1" })
+        H.wait_until(function() return w:stderr():match("starting it again in 2s") end, 10, "two delayed starts")
+        assert.matches("worker 1 reached %-%-memory [%d.]+s after its start: the limit is below what a "
+            .. "fresh worker needs", w:stderr())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("starts a worker that fails at start again after a growing delay, logging why", function()
+        handlers = H.handlers({ ["init.lua"] = "error('init failed on purpose')" })
+        local w = start()
+        H.wait_until(function() return w:stderr():match("starting it again in 2s") end, 10, "two failed starts")
+        assert.matches("init failed on purpose", w:stderr())
+        assert.matches("worker 1 %(pid %d+%) exited with status 1", w:stderr())
+        assert.matches("before it was ready; starting it again in 1s", w:stderr())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+end)
