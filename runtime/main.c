@@ -59,9 +59,18 @@ int main(int argc, char **argv)
     /* A write to a connection Redis has closed must fail, not end the process. */
     signal(SIGPIPE, SIG_IGN);
 
+    const char *supervisor_fd = getenv(SUPERVISOR_FD_ENV);
+    if (strcmp(cli.command->name, "work") == 0 && !supervisor_fd) {
+        int timeout = atoi(option_value(&cli, "timeout"));
+        int retry_after = atoi(option_value(&cli, "retry-after"));
+        if (timeout > 0 && timeout >= retry_after)
+            fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: a job "
+                    "still running when its reservation expires will be run a second time by "
+                    "another worker\n", timeout, retry_after);
+    }
+
     /* `work` runs under a supervisor (its workers are this binary again); --once
      * runs its one job in this process. */
-    const char *supervisor_fd = getenv(SUPERVISOR_FD_ENV);
     if (strcmp(cli.command->name, "work") == 0 && !supervisor_fd && !option_value(&cli, "once")) {
         int processes = atoi(option_value(&cli, "processes"));
         scripts_free(&scripts);

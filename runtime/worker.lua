@@ -561,11 +561,6 @@ function M.run(cli, cfg)
         return 2
     end
     f:close()
-    if options.timeout > 0 and options.timeout >= options.retry_after then
-        output.error(string.format("warning: --timeout=%d is not below --retry-after=%d: a job "
-            .. "still running when its reservation expires will be run a second time by another "
-            .. "worker", options.timeout, options.retry_after))
-    end
 
     local ok, err, trace = task.run(handlers.run_init)
     if not ok or not err then

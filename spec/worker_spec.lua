@@ -492,7 +492,8 @@ describe("luaworker work", function()
 
     it("warns when --timeout is not below --retry-after", function()
         local r = work({ "--stop-when-empty", "--timeout=90" })
-        assert.matches("warning: %-%-timeout=90 is not below %-%-retry%-after=90", r.stderr)
+        local _, warnings = r.stderr:gsub("warning: %-%-timeout=90 is not below %-%-retry%-after=90", "")
+        assert.are.equal(1, warnings)
         assert.is_nil(work({ "--stop-when-empty", "--timeout=60" }).stderr:match("warning"))
     end)
 
