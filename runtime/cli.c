@@ -30,6 +30,7 @@ static const struct cli_option work_options[] = {
     {"quiet", CLI_FLAG, NULL, "print no job lines"},
     {"processes", CLI_UINT, "1", "worker processes to run, each working the queues (a supervisor replaces any that end)"},
     {"handlers", CLI_STRING, "./handlers", "directory of the Lua handlers"},
+    {"no-watch", CLI_FLAG, NULL, "do not reload the workers when a handler file changes (HUP still does)"},
     {"retry-after", CLI_UINT, "90", "seconds a reserved job stays reserved (the connection's retry_after)"},
     {"block-for", CLI_SECONDS, NULL, "seconds to block on the first queue's notify list when it is empty (block_for)"},
     {"migration-batch-size", CLI_UINT, NULL, "most delayed/expired jobs moved per queue and poll (Laravel 9.23+)"},

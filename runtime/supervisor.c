@@ -14,6 +14,8 @@
 
 #include <ev.h>
 
+#include "handler_watch.h"
+
 /* A worker that ends before it reported ready failed to start; the next start
  * then waits, 1 s doubling up to RESPAWN_MAX seconds. */
 #define RESPAWN_MAX 30.0
@@ -51,6 +53,7 @@ struct supervisor {
     int nworkers;
     struct worker *workers;
     ev_signal signals[6];
+    struct handler_watch *watch;
     int stopping;
     int exit_code;
 };
@@ -409,6 +412,26 @@ static void stop_all(struct supervisor *s, int sig)
         ev_break(s->loop, EVBREAK_ALL);
 }
 
+/* Each worker ends after its current job (HUP) and a fresh one starts. */
+static void reload(struct supervisor *s)
+{
+    for (int i = 0; i < s->nworkers; i++)
+        if (s->workers[i].pid)
+            kill(s->workers[i].pid, SIGHUP);
+}
+
+static void on_handlers_changed(void *data, const char *changed, const char *error)
+{
+    struct supervisor *s = data;
+    if (error) {
+        say("handlers changed (%s) but one does not compile: %s; the workers keep the code they "
+            "run", changed, error);
+        return;
+    }
+    say("handlers changed (%s): reloading", changed);
+    reload(s);
+}
+
 static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
 {
     (void)loop;
@@ -417,12 +440,13 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
     switch (sig->signum) {
     case SIGUSR2:
     case SIGCONT:
-    case SIGHUP:
         for (int i = 0; i < s->nworkers; i++)
             if (s->workers[i].pid)
                 kill(s->workers[i].pid, sig->signum);
-        if (sig->signum == SIGHUP)
-            say("reloading: each worker ends after its current job and a fresh one starts");
+        break;
+    case SIGHUP:
+        say("reloading: each worker ends after its current job and a fresh one starts");
+        reload(s);
         break;
     default:
         if (!s->stopping)
@@ -430,7 +454,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
     }
 }
 
-int supervisor_run(int argc, char **argv, int processes)
+int supervisor_run(int argc, char **argv, int processes, const char *watch_dir)
 {
     (void)argc;
     struct supervisor s;
@@ -461,7 +485,10 @@ int supervisor_run(int argc, char **argv, int processes)
         w->respawn.data = w;
         spawn(w);
     }
+    if (watch_dir)
+        s.watch = handler_watch_start(s.loop, watch_dir, 0.25, on_handlers_changed, &s);
     ev_run(s.loop, 0);
+    handler_watch_stop(s.watch);
     for (int i = 0; i < processes; i++) {
         free(s.workers[i].in);
         free(s.workers[i].job);

@@ -5,7 +5,8 @@
  * USR2/CONT (pause, resume) and HUP (reload: each worker ends after its current
  * job and a fresh one starts), and SIGKILLs a worker whose job runs past its
  * timeout, handing that job to the replacement, which applies Laravel's timeout
- * rules to it. It runs no Lua and talks to no Redis. Uses libev.
+ * rules to it. It runs no handler and talks to no Redis. Uses libev and
+ * handler_watch.
  *
  * The messages on the socket pair are frames: a 4-byte length (host order) of
  * what follows, a type byte, then the body.
@@ -28,8 +29,10 @@
 #define SUPERVISOR_FD_ENV "LUAWORKER_SUPERVISOR_FD"
 
 /* Runs the supervisor for `argv` (the command line to give each worker) with
- * `processes` workers until it stops. Returns the exit status. */
-int supervisor_run(int argc, char **argv, int processes);
+ * `processes` workers until it stops; with watch_dir, reloads the workers when a
+ * handler file there changes and every one compiles (handler_watch). Returns the
+ * exit status. */
+int supervisor_run(int argc, char **argv, int processes, const char *watch_dir);
 
 /* Worker side: writes one frame (type, then body parts concatenated) to fd,
  * blocking until it is written. Returns 0 or -1. */

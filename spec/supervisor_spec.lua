@@ -234,4 +234,45 @@ describe("luaworker work's supervisor", function()
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)
+
+    it("reloads the workers within a second when a handler changes, unless it does not compile", function()
+        local function version(v)
+            return string.format([[
+                local luaworker = require "luaworker"
+                return { handle = function() luaworker.redis("RPUSH", "spec:versions", %q) end }
+            ]], v)
+        end
+        local file = handlers .. "/App/Jobs/Spec.lua"
+        H.write_file(file, version("v1"))
+        local w = start()
+        local function run_one()
+            local before = H.r("LLEN", "spec:versions")
+            H.push(spec_job("ok"))
+            H.wait_until(function() return H.r("LLEN", "spec:versions") > before end, 5, "the job")
+            return H.r("LRANGE", "spec:versions", -1, -1)[1]
+        end
+        assert.are.equal("v1", run_one())
+
+        H.write_file(file, version("v2"))
+        local edited = os.time()
+        H.wait_until(function() return w:stderr():match("handlers changed %(App/Jobs/Spec.lua%): reloading") end,
+            2, "the reload")
+        assert.is_true(os.time() - edited <= 1)
+        assert.are.equal("v2", run_one())
+
+        H.write_file(file, "return { handle = function( end }")
+        H.wait_until(function() return w:stderr():match("does not compile") end, 2, "the compile error")
+        assert.matches("handlers changed %(App/Jobs/Spec.lua%) but one does not compile: "
+            .. "[^\n]*Spec.lua:1: [^\n]*; the workers keep the code they run", w:stderr())
+        assert.are.equal("v2", run_one())
+    end)
+
+    it("does not watch the handlers with --no-watch", function()
+        local file = handlers .. "/App/Jobs/Other.lua"
+        local w = start({ "--no-watch" })
+        H.sleep(0.3)
+        H.write_file(file, "return { handle = function() end }")
+        H.sleep(1)
+        assert.is_nil(w:stderr():match("handlers changed"))
+    end)
 end)

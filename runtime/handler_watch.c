@@ -1,0 +1,192 @@
+#include "handler_watch.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ev.h>
+#include <lauxlib.h>
+
+/* One .lua file as last seen. */
+struct entry {
+    char *path;          /* relative to the watched directory */
+    struct timespec mtime;
+    off_t size;
+};
+
+struct snapshot {
+    struct entry *items;
+    size_t count, cap;
+};
+
+struct handler_watch {
+    struct ev_loop *loop;
+    ev_timer timer;
+    char dir[PATH_MAX];
+    struct snapshot seen;
+    handler_watch_fn *fn;
+    void *data;
+};
+
+static void snapshot_free(struct snapshot *s)
+{
+    for (size_t i = 0; i < s->count; i++)
+        free(s->items[i].path);
+    free(s->items);
+    memset(s, 0, sizeof *s);
+}
+
+static int ends_with_lua(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".lua") == 0;
+}
+
+/* Adds the .lua files below dir/rel to s (depth-bounded). */
+static void scan(const char *dir, const char *rel, struct snapshot *s, int depth)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s%s%s", dir, *rel ? "/" : "", rel);
+    DIR *d = opendir(path);
+    if (!d || depth > 16) {
+        if (d)
+            closedir(d);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[PATH_MAX], full[PATH_MAX];
+        if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(full, sizeof full, "%s/%s", dir, sub) >= (int)sizeof full)
+            continue;  /* a path too long to open is not a handler */
+        struct stat st;
+        if (stat(full, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            scan(dir, sub, s, depth + 1);
+        } else if (S_ISREG(st.st_mode) && ends_with_lua(e->d_name)) {
+            if (s->count == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 32;
+                struct entry *items = realloc(s->items, cap * sizeof *items);
+                if (!items)
+                    break;
+                s->items = items;
+                s->cap = cap;
+            }
+            char *copy = strdup(sub);
+            if (!copy)
+                break;
+            s->items[s->count++] = (struct entry){copy, st.st_mtim, st.st_size};
+        }
+    }
+    closedir(d);
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct entry *)a)->path, ((const struct entry *)b)->path);
+}
+
+static int same(const struct entry *a, const struct entry *b)
+{
+    return a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static void append(char *list, size_t size, const char *path)
+{
+    size_t n = strlen(list);
+    if (n + strlen(path) + 3 < size)
+        snprintf(list + n, size - n, "%s%s", n ? ", " : "", path);
+}
+
+/* Compiles every file of s; writes the first error into err. Returns 0 or -1. */
+static int compile_all(const char *dir, const struct snapshot *s, char *err, size_t errlen)
+{
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        snprintf(err, errlen, "cannot create a Lua state to check the handlers");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < s->count && rc == 0; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, s->items[i].path) >= (int)sizeof path)
+            continue;
+        if (luaL_loadfile(L, path) != 0) {
+            snprintf(err, errlen, "%s", lua_tostring(L, -1));
+            rc = -1;
+        }
+        lua_settop(L, 0);
+    }
+    lua_close(L);
+    return rc;
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct handler_watch *w = t->data;
+    struct snapshot now = {0};
+    scan(w->dir, "", &now, 0);
+    qsort(now.items, now.count, sizeof *now.items, by_path);
+
+    char changed[2048] = "";
+    size_t i = 0, j = 0;
+    while (i < w->seen.count || j < now.count) {
+        int c = i == w->seen.count ? 1 : j == now.count ? -1
+                : strcmp(w->seen.items[i].path, now.items[j].path);
+        if (c < 0) {
+            append(changed, sizeof changed, w->seen.items[i++].path);  /* removed */
+        } else if (c > 0) {
+            append(changed, sizeof changed, now.items[j++].path);      /* added */
+        } else {
+            if (!same(&w->seen.items[i], &now.items[j]))
+                append(changed, sizeof changed, now.items[j].path);
+            i++;
+            j++;
+        }
+    }
+    snapshot_free(&w->seen);
+    w->seen = now;
+    if (*changed) {
+        char err[1024];
+        int bad = compile_all(w->dir, &w->seen, err, sizeof err);
+        w->fn(w->data, changed, bad ? err : NULL);
+    }
+}
+
+struct handler_watch *handler_watch_start(struct ev_loop *loop, const char *dir, double interval,
+                                          handler_watch_fn *fn, void *data)
+{
+    struct handler_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->loop = loop;
+    w->fn = fn;
+    w->data = data;
+    snprintf(w->dir, sizeof w->dir, "%s", dir);
+    scan(w->dir, "", &w->seen, 0);
+    qsort(w->seen.items, w->seen.count, sizeof *w->seen.items, by_path);
+    ev_timer_init(&w->timer, on_tick, interval, interval);
+    w->timer.data = w;
+    ev_timer_start(loop, &w->timer);
+    ev_unref(loop);  /* watching alone does not keep the supervisor running */
+    return w;
+}
+
+void handler_watch_stop(struct handler_watch *w)
+{
+    if (!w)
+        return;
+    ev_ref(w->loop);
+    ev_timer_stop(w->loop, &w->timer);
+    snapshot_free(&w->seen);
+    free(w);
+}

@@ -1,0 +1,23 @@
+/* handler_watch: notices changes to the handler directory (a .lua file below it
+ * added, removed or modified) by scanning it on a libev timer, and compile-checks
+ * every handler file before reporting the change, so that a file that does not
+ * compile never reaches a worker by a reload. Uses libev and LuaJIT (a bare state,
+ * for luaL_loadfile only). */
+#ifndef LUAWORKER_HANDLER_WATCH_H
+#define LUAWORKER_HANDLER_WATCH_H
+
+struct ev_loop;
+struct handler_watch;
+
+/* Called once per change: changed lists the files (relative to the directory,
+ * ", "-separated); error is NULL when every handler file compiles, else the
+ * first compile error ("path:line: message"). Both valid during the call only. */
+typedef void handler_watch_fn(void *data, const char *changed, const char *error);
+
+/* Starts watching dir every interval seconds. Returns NULL when out of memory. */
+struct handler_watch *handler_watch_start(struct ev_loop *loop, const char *dir, double interval,
+                                          handler_watch_fn *fn, void *data);
+
+void handler_watch_stop(struct handler_watch *w);
+
+#endif
