@@ -456,12 +456,23 @@ local function pop(q, index)
     return nil
 end
 
--- Worker::getNextJob: the first queue in --queue order that has a job wins.
+-- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
+-- holds a true value (PHP-serialized) while the queue is paused.
+local function queue_paused(q)
+    if config.laravel_version < 12 then return false end
+    local v = redis.call("cache", "GET", cache_prefix .. "illuminate:queue:paused:"
+        .. worker.connection_name .. ":" .. q)
+    return v ~= nil and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
+end
+
+-- Worker::getNextJob: the first queue in --queue order that is not paused and has
+-- a job wins.
 local function get_next_job(queues)
     local ok, result = task.run(function()
         fire("popping", nil, nil, { queue = options.queue_list })
         for index, q in ipairs(queues) do
-            local raw, reserved = pop(q, index)
+            local raw, reserved
+            if not queue_paused(q) then raw, reserved = pop(q, index) end
             if raw then
                 if index == 1 then secondary_queue_had_job = false else secondary_queue_had_job = true end
                 -- The pop script decoded the same bytes, so this only fails where

@@ -521,6 +521,22 @@ describe("luaworker work", function()
         assert(ok, err)
     end)
 
+    it("skips a queue paused with Laravel 12.40+'s queue:pause key, with --laravel-version=12", function()
+        local key = "laravel_database_laravel_cache_illuminate:queue:paused:redis:low"
+        H.rdb(1, "SET", key, "b:1;")
+        H.push(spec_job("ok", { id = "low" }), "low")
+        H.push(spec_job("ok", { id = "high" }), "high")
+        work({ "--stop-when-empty", "--queue=high,low", "--laravel-version=12" })
+        assert.are.same({ "high" }, (function()
+            local ids = {}
+            for i, j in ipairs(ran()) do ids[i] = j.id end
+            return ids
+        end)())
+        H.rdb(1, "DEL", key)
+        work({ "--stop-when-empty", "--queue=high,low", "--laravel-version=12" })
+        assert.are.equal(2, #ran())
+    end)
+
     it("prints one JSON object per event with --json", function()
         local p = spec_job("ok")
         H.push(p)
