@@ -173,6 +173,19 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, H.r("ZCARD", reserved))
     end)
 
+    it("stops gracefully on INT and on QUIT too", function()
+        for _, sig in ipairs({ "INT", "QUIT" }) do
+            H.r("DEL", "spec:finished", "spec:ran")
+            H.r("SET", "spec:slow", "0.5")
+            local w = start()
+            H.push(spec_job("slow"))
+            H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+            w:kill(sig)
+            assert.are.equal(0, w:wait(10))
+            assert.are.equal(1, H.r("LLEN", "spec:finished"), sig .. " cut the job short")
+        end
+    end)
+
     it("recycles a worker that reaches --memory, --max-jobs or --max-time", function()
         -- each "hog" job leaves its process holding 60 MB
         for i = 1, 2 do H.push(spec_job("hog", { id = "m" .. i })) end
