@@ -78,7 +78,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "luaworker: --processes=%d: expected 1 or more\n", processes);
             return 2;
         }
-        return supervisor_run(argc, argv, processes,
+        return supervisor_run(argv, processes,
                               option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"));
     }
 

@@ -454,9 +454,8 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
     }
 }
 
-int supervisor_run(int argc, char **argv, int processes, const char *watch_dir)
+int supervisor_run(char **argv, int processes, const char *watch_dir)
 {
-    (void)argc;
     struct supervisor s;
     memset(&s, 0, sizeof s);
     s.loop = ev_default_loop(EVFLAG_AUTO);

@@ -28,11 +28,11 @@
 
 #define SUPERVISOR_FD_ENV "LUAWORKER_SUPERVISOR_FD"
 
-/* Runs the supervisor for `argv` (the command line to give each worker) with
+/* Runs the supervisor for argv (the NULL-terminated command line to give each worker) with
  * `processes` workers until it stops; with watch_dir, reloads the workers when a
  * handler file there changes and every one compiles (handler_watch). Returns the
  * exit status. */
-int supervisor_run(int argc, char **argv, int processes, const char *watch_dir);
+int supervisor_run(char **argv, int processes, const char *watch_dir);
 
 /* Worker side: writes one frame (type, then body parts concatenated) to fd,
  * blocking until it is written. Returns 0 or -1. */
