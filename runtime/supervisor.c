@@ -207,19 +207,19 @@ static void on_frame(struct worker *w, char type, const char *body, size_t len)
     }
 }
 
-static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
+/* Reads what the worker sent and handles each whole frame. Returns the number of
+ * bytes read, 0 when there was nothing to read; closes the socket at its end. */
+static ssize_t receive(struct ev_loop *loop, struct worker *w)
 {
-    (void)revents;
-    struct worker *w = io->data;
     char chunk[65536];
     ssize_t r = read(w->fd, chunk, sizeof chunk);
     if (r <= 0) {
         if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            return;
-        ev_io_stop(loop, io);
+            return 0;
+        ev_io_stop(loop, &w->io);
         close(w->fd);
         w->fd = -1;
-        return;
+        return 0;
     }
     if (w->in_len + (size_t)r > w->in_cap) {
         size_t cap = w->in_cap ? w->in_cap : 65536;
@@ -227,7 +227,7 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
             cap *= 2;
         char *in = realloc(w->in, cap);
         if (!in)
-            return;
+            return 0;
         w->in = in;
         w->in_cap = cap;
     }
@@ -251,6 +251,13 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
     }
     memmove(w->in, w->in + off, w->in_len - off);
     w->in_len -= off;
+    return r;
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)revents;
+    receive(loop, io->data);
 }
 
 /* What a worker's stop reason means for its slot. */
@@ -270,7 +277,10 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     ev_child_stop(loop, c);
     ev_timer_stop(loop, &w->deadline);
     if (w->fd >= 0) {
-        on_readable(loop, &w->io, EV_READ);  /* frames still buffered */
+        while (w->fd >= 0 && receive(loop, w) > 0)
+            ;  /* frames still buffered, up to its 'X' */
+    }
+    if (w->fd >= 0) {
         ev_io_stop(loop, &w->io);
         close(w->fd);
         w->fd = -1;
