@@ -4,6 +4,7 @@
 #   make demo       install what is missing, start a private redis-server when no
 #                   Redis is configured, push sample jobs and run the worker on them
 #   make test       install what is missing, build, run every spec
+#   make bench      luaworker against php artisan queue:work (examples/bench/)
 #   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
@@ -83,6 +84,12 @@ test: deps
 demo: deps
 	$(MAKE) luaworker
 	examples/demo.sh
+
+# make bench: luaworker against php artisan queue:work on a private redis-server;
+# prints a table and writes examples/bench/RESULTS.md (examples/bench/README.md).
+bench: deps
+	$(MAKE) luaworker
+	examples/bench/bench.sh
 
 install: luaworker
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts

@@ -38,7 +38,9 @@ return [
             'connection' => 'default',
             'queue' => env('REDIS_QUEUE', 'default'),
             'retry_after' => 90,
-            'block_for' => null,
+            // examples/bench sets REDIS_BLOCK_FOR (seconds; phpredis wants an int);
+            // unset, it is null, the skeleton's value.
+            'block_for' => is_numeric(env('REDIS_BLOCK_FOR')) ? (int) env('REDIS_BLOCK_FOR') : null,
             'after_commit' => false,
         ],
 

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# make bench: luaworker against `php artisan queue:work` (the Laravel 8 app in
+# examples/laravel) on the same jobs, in one run on a private redis-server.
+# Prints a table (metric | luaworker | queue:work | ratio) and writes it, with
+# the machine it ran on, to examples/bench/RESULTS.md. It measures; it asserts
+# nothing. See examples/bench/README.md for what each row means.
+#
+# BENCH_JOBS (20000), BENCH_LATENCY_JOBS (200), BENCH_DELAYED_JOBS (50) and
+# BENCH_CPU_JOBS (500) scale the runs down for a quick try; BENCH_RESULTS
+# writes the table elsewhere.
+set -eu
+cd "$(dirname "$0")/../.."
+
+JOBS=${BENCH_JOBS:-20000}
+LAT_JOBS=${BENCH_LATENCY_JOBS:-200}
+DELAYED_JOBS=${BENCH_DELAYED_JOBS:-50}
+CPU_JOBS=${BENCH_CPU_JOBS:-500}
+HANDLERS=examples/bench/handlers
+RESULTS=${BENCH_RESULTS:-examples/bench/RESULTS.md}
+P=laravel_database_              # the app's key prefix (APP_NAME=Laravel)
+
+tmp=$(mktemp -d /tmp/luaworker-bench.XXXXXX)
+bg_pids=()                       # workers started in the background, by pid
+cleanup() {
+    for pid in "${bg_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+    [ -f "$tmp/redis.pid" ] && redis-cli -p "${port:-0}" shutdown nosave >/dev/null 2>&1
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# --- a private redis-server (as examples/demo.sh), always: the numbers need a
+# Redis nobody else uses.
+for _ in $(seq 1 50); do
+    port=$((20000 + RANDOM % 20000))
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
+        --daemonize yes --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" 2>/dev/null || continue
+    for _ in $(seq 1 50); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && break 2
+        sleep 0.1
+    done
+done
+unset REDIS_URL REDIS_PASSWORD REDIS_USERNAME REDIS_DB REDIS_PREFIX REDIS_QUEUE REDIS_BLOCK_FOR
+export REDIS_HOST=127.0.0.1 REDIS_PORT=$port
+echo "== private redis-server on 127.0.0.1:$port; work files in $tmp"
+
+examples/laravel/setup.sh >/dev/null
+
+rcli() { redis-cli -p "$port" "$@"; }
+artisan() { php examples/laravel/artisan "$@"; }
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+
+# Laravel pushes COUNT jobs of class NAME (quietly: one output line per job).
+dispatch() { artisan jobs:dispatch "$@" >/dev/null; }
+
+# "cpu_us calls usec" of the redis-server so far: INFO cpu's used_cpu_sys +
+# used_cpu_user in microseconds, and the sums of INFO commandstats calls / usec.
+redis_counters() {
+    { rcli INFO cpu; rcli INFO commandstats; } | tr -d '\r' | awk -F'[:,=]' '
+        /^used_cpu_(sys|user):/ { cpu += $2 }
+        /^cmdstat_/ { for (i = 2; i < NF; i += 2) { if ($i == "calls") c += $(i+1); if ($i == "usec") u += $(i+1) } }
+        END { printf "%.0f %d %d\n", cpu * 1e6, c, u }'
+}
+
+# The queue and the records left empty for the next measurement.
+reset_queue() {
+    rcli DEL ${P}queues:default ${P}queues:default:notify ${P}queues:default:delayed \
+        ${P}queues:default:reserved ${P}bench:timed ${P}bench:memory >/dev/null
+}
+
+# A warning when a run left jobs behind (it does not stop the benchmark).
+check_empty() {
+    local left
+    left=$(( $(rcli LLEN ${P}queues:default) + $(rcli ZCARD ${P}queues:default:reserved) \
+        + $(rcli ZCARD ${P}queues:default:delayed) ))
+    [ "$left" -eq 0 ] || echo "   !! $1 left $left jobs in the queue" >&2
+}
+
+# The worker commands. luaworker is the supervisor; --processes sets its workers.
+lw_work() { ./luaworker work --handlers=$HANDLERS "$@"; }
+php_work() { artisan queue:work "$@"; }
+
+declare -A R                     # results by key, e.g. R[lw.tput1]
+
+# --- 1, 2, 5: throughput on JOBS no-op jobs, Redis CPU per job, and memory.
+# KEY NPROC WORKER... : Laravel pushes JOBS NoOp jobs and, last, one ReportMemory
+# job (tag KEY) that records the resident memory of the worker process that runs
+# it, i.e. of a worker that has just run its share of the JOBS jobs. Then the
+# worker command runs NPROC times in parallel (1 for luaworker, which forks its
+# own processes) until the queue is empty; wall time from start to exit.
+throughput() {
+    local key=$1 n=$2; shift 2
+    reset_queue
+    dispatch NoOp --count="$JOBS"
+    dispatch ReportMemory --args="[\"$key\"]"
+    local before after t0 t1 pids=()
+    before=$(redis_counters)
+    t0=$(now_us)
+    for _ in $(seq 1 "$n"); do "$@" & pids+=($!); done
+    wait "${pids[@]}"
+    t1=$(now_us)
+    after=$(redis_counters)
+    check_empty "$key"
+    read -r c0 k0 u0 <<<"$before"
+    read -r c1 k1 u1 <<<"$after"
+    R[$key.secs]=$(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 1e6}")
+    R[$key.tput]=$(awk "BEGIN{printf \"%.0f\", $JOBS / (($t1 - $t0) / 1e6)}")
+    R[$key.cpu]=$(awk "BEGIN{printf \"%.1f\", ($c1 - $c0) / $JOBS}")
+    R[$key.calls]=$(awk "BEGIN{printf \"%.2f\", ($k1 - $k0) / $JOBS}")
+    R[$key.usec]=$(awk "BEGIN{printf \"%.1f\", ($u1 - $u0) / $JOBS}")
+    read -r _ rss hwm <<<"$(rcli LRANGE ${P}bench:memory 0 -1 | grep "^$key " | head -n 1)"
+    R[$key.rss]=$(awk "BEGIN{printf \"%.1f\", ${rss:-0} / 1024}")
+    R[$key.hwm]=$(awk "BEGIN{printf \"%.1f\", ${hwm:-0} / 1024}")
+    echo "   $key: ${R[$key.secs]} s, ${R[$key.tput]} jobs/s, redis ${R[$key.cpu]} us CPU/job," \
+        "${R[$key.calls]} calls/job, worker RSS ${R[$key.rss]} MB"
+}
+
+# p50 and p99 (nearest rank) and the maximum of the numbers on stdin, in ms with
+# one decimal: "p50 p99 max".
+percentiles() {
+    sort -g | awk '{ v[NR] = $1 }
+        function rank(q,  r) { r = int(q * NR); if (r < q * NR) r++; if (r < 1) r = 1; return v[r] }
+        END { if (NR == 0) { print "- - -"; exit }
+              printf "%.1f %.1f %.1f\n", rank(0.50), rank(0.99), v[NR] }'
+}
+
+# Waits until COUNT Timed records with tag KEY are in, for at most SECS seconds.
+wait_records() {
+    local key=$1 count=$2 secs=$3 deadline=$(( $(date +%s) + $3 ))
+    while [ "$(rcli LRANGE ${P}bench:timed 0 -1 | grep -c "^$key ")" -lt "$count" ]; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            echo "   !! $key: not all $count jobs ran within ${secs} s" >&2
+            return 0
+        fi
+        sleep 0.2
+    done
+}
+
+# Starts the worker command idle in the background, lets it settle, runs the pusher ARGS, waits for the records, then stops the
+# worker with TERM (KILL after 15 s).
+with_idle_worker() {
+    local key=$1 count=$2 pusher_args=$3; shift 3
+    reset_queue
+    "$@" >"$tmp/$key.log" 2>&1 &
+    local pid=$!
+    bg_pids+=("$pid")
+    # Both are ready well within 2 s. At --sleep=3 the result depends on where in
+    # its 3 s cycle the worker is when the pushes start; a random settle time
+    # keeps that phase from being the same for both workers in every run.
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 2 + 3 * r / 32767 }')"
+    # shellcheck disable=SC2086
+    php examples/bench/push_timed.php "$key" "$count" $pusher_args
+    wait_records "$key" "$count" 30
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    check_empty "$key"
+}
+
+# --- 3: push-to-start latency with an idle worker, LAT_JOBS jobs pushed one at a
+# time with a random 10-100 ms pause. Both timestamps are Redis TIME.
+latency() {
+    local key=$1; shift
+    with_idle_worker "$key" "$LAT_JOBS" "" "$@"
+    read -r "R[$key.p50]" "R[$key.p99]" "R[$key.max]" <<<"$(rcli LRANGE ${P}bench:timed 0 -1 |
+        awk -v k="$key" '$1 == k { print ($4 - $2) / 1000 }' | percentiles)"
+    echo "   $key: latency p50 ${R[$key.p50]} ms, p99 ${R[$key.p99]} ms, max ${R[$key.max]} ms"
+}
+
+# --- 4: lateness of delayed jobs: start (Redis TIME) minus the second the job was
+# due (its :delayed score), DELAYED_JOBS jobs with delays of 1, 2, 3 s.
+lateness() {
+    local key=$1; shift
+    with_idle_worker "$key" "$DELAYED_JOBS" delayed "$@"
+    read -r "R[$key.p50]" "R[$key.p99]" "R[$key.max]" <<<"$(rcli LRANGE ${P}bench:timed 0 -1 |
+        awk -v k="$key" '$1 == k { print ($4 / 1000) - ($3 * 1000) }' | percentiles)"
+    echo "   $key: lateness p50 ${R[$key.p50]} ms, max ${R[$key.max]} ms"
+}
+
+# --- 6: CPU-bound handler, CPU_JOBS jobs, one process.
+cpu_bound() {
+    local key=$1; shift
+    reset_queue
+    dispatch CpuBound --count="$CPU_JOBS"
+    local t0 t1
+    t0=$(now_us)
+    "$@"
+    t1=$(now_us)
+    check_empty "$key"
+    R[$key.tput]=$(awk "BEGIN{printf \"%.0f\", $CPU_JOBS / (($t1 - $t0) / 1e6)}")
+    echo "   $key: $CPU_JOBS CPU-bound jobs, ${R[$key.tput]} jobs/s"
+}
+
+# Start-up and exit on an empty queue (part of every wall time above).
+startup() {
+    local key=$1; shift
+    reset_queue
+    local t0 t1
+    t0=$(now_us)
+    "$@"
+    t1=$(now_us)
+    R[$key.ms]=$(awk "BEGIN{printf \"%.0f\", ($t1 - $t0) / 1000}")
+    echo "   $key: start and exit on an empty queue, ${R[$key.ms]} ms"
+}
+
+started=$(date +%s)
+LW_FAST=(--stop-when-empty --quiet --sleep=0)
+PHP_FAST=(--stop-when-empty --quiet --sleep=0)
+# Idle workers at their defaults (sleep 3). These run in the background and are
+# stopped with TERM, so they are the programs themselves, not shell functions.
+LW_IDLE=(./luaworker work "--handlers=$HANDLERS" --quiet)
+PHP_IDLE=(php examples/laravel/artisan queue:work --quiet)
+
+echo "== start-up"
+startup lw.start lw_work --processes=1 "${LW_FAST[@]}"
+startup php.start php_work "${PHP_FAST[@]}"
+
+echo "== throughput: $JOBS no-op jobs pushed by Laravel"
+throughput lw1 1 lw_work --processes=1 "${LW_FAST[@]}"
+throughput php1 1 php_work "${PHP_FAST[@]}"
+throughput lw2 1 lw_work --processes=2 "${LW_FAST[@]}"
+throughput php2 2 php_work "${PHP_FAST[@]}"
+
+echo "== CPU-bound handler: $CPU_JOBS jobs"
+cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
+cpu_bound php.cpu php_work "${PHP_FAST[@]}"
+
+echo "== push-to-start latency, idle worker, $LAT_JOBS jobs"
+latency lw.lat "${LW_IDLE[@]}"
+latency php.lat "${PHP_IDLE[@]}"
+latency lw.latb "${LW_IDLE[@]}" --block-for=5
+latency php.latb env REDIS_BLOCK_FOR=5 "${PHP_IDLE[@]}"
+
+echo "== lateness of $DELAYED_JOBS delayed jobs (delay 1-3 s)"
+lateness lw.late "${LW_IDLE[@]}"
+lateness php.late "${PHP_IDLE[@]}"
+lateness lw.lateb "${LW_IDLE[@]}" --block-for=5
+lateness php.lateb env REDIS_BLOCK_FOR=5 "${PHP_IDLE[@]}"
+
+# --- the table: ratio = luaworker / queue:work (a throughput ratio above 1 and a
+# time, CPU or memory ratio below 1 favour luaworker).
+row() { # label lw-value php-value
+    local ratio
+    ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b + 0 == 0 || a == "-" || b == "-") print "-"; else printf "%.2f", a / b }')
+    printf '| %-52s | %10s | %10s | %6s |\n' "$1" "$2" "$3" "$ratio"
+}
+table() {
+    printf '| %-52s | %10s | %10s | %6s |\n' metric luaworker queue:work ratio
+    printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..12})" \
+        "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..8})"
+    row "no-op throughput, 1 process (jobs/s)" "${R[lw1.tput]}" "${R[php1.tput]}"
+    row "no-op throughput, 2 processes (jobs/s)" "${R[lw2.tput]}" "${R[php2.tput]}"
+    row "Redis CPU per job, 1 process (us)" "${R[lw1.cpu]}" "${R[php1.cpu]}"
+    row "Redis CPU per job, 2 processes (us)" "${R[lw2.cpu]}" "${R[php2.cpu]}"
+    row "Redis commands per job, 1 process" "${R[lw1.calls]}" "${R[php1.calls]}"
+    row "Redis command time per job, 1 process (us)" "${R[lw1.usec]}" "${R[php1.usec]}"
+    row "latency p50, defaults: sleep 3 (ms)" "${R[lw.lat.p50]}" "${R[php.lat.p50]}"
+    row "latency p99, defaults: sleep 3 (ms)" "${R[lw.lat.p99]}" "${R[php.lat.p99]}"
+    row "latency p50, block_for 5 (ms)" "${R[lw.latb.p50]}" "${R[php.latb.p50]}"
+    row "latency p99, block_for 5 (ms)" "${R[lw.latb.p99]}" "${R[php.latb.p99]}"
+    row "delayed job lateness p50, defaults (ms)" "${R[lw.late.p50]}" "${R[php.late.p50]}"
+    row "delayed job lateness max, defaults (ms)" "${R[lw.late.max]}" "${R[php.late.max]}"
+    row "delayed job lateness p50, block_for 5 (ms)" "${R[lw.lateb.p50]}" "${R[php.lateb.p50]}"
+    row "delayed job lateness max, block_for 5 (ms)" "${R[lw.lateb.max]}" "${R[php.lateb.max]}"
+    row "worker VmRSS after $JOBS no-op jobs (MB)" "${R[lw1.rss]}" "${R[php1.rss]}"
+    row "worker VmHWM after $JOBS no-op jobs (MB)" "${R[lw1.hwm]}" "${R[php1.hwm]}"
+    row "CPU-bound handler, 1 process (jobs/s)" "${R[lw.cpu.tput]}" "${R[php.cpu.tput]}"
+    row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
+}
+
+echo
+echo "== results (ratio = luaworker / queue:work), $(( $(date +%s) - started )) s"
+table | tee "$tmp/table"
+
+machine() {
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- nproc: $(nproc)"
+    echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    echo "- Redis: $(rcli INFO server | tr -d '\r' | sed -n 's/^redis_version://p')"
+    echo "- PHP: $(php -r 'echo PHP_VERSION;'), Laravel $(php examples/laravel/artisan --version | sed 's/^Laravel Framework //'), opcache.enable_cli=$(php -r 'echo (int) ini_get("opcache.enable_cli");')"
+    echo "- luaworker: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- runtime scripts 2>/dev/null || echo ' (modified)'), $(luajit -v | cut -d' ' -f1-2)"
+}
+{
+    echo "# luaworker vs php artisan queue:work"
+    echo
+    echo "Written by \`make bench\` (examples/bench/bench.sh); see examples/bench/README.md"
+    echo "for what each row measures. ratio = luaworker / queue:work."
+    echo
+    machine
+    echo
+    cat "$tmp/table"
+} >"$RESULTS"
+echo "== written to $RESULTS"

@@ -1,0 +1,4 @@
+-- App\Jobs\NoOp: does nothing (the queue machinery alone).
+return {
+    handle = function() end,
+}
