@@ -84,6 +84,7 @@ function M.resolve(payload)
     local tried = {}
     for _, class in ipairs(classes) do
         local path = path_of(class)
+        if cache[path] then return cache[path], method, path end
         if file_exists(path) then
             local handler, err = load_handler(path, method)
             if not handler then return nil, err end

@@ -1,5 +1,6 @@
 #include "host_api.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -363,18 +364,25 @@ static int l_host_uuid(lua_State *L)
     return 1;
 }
 
-/* host.rss_mb() -> resident memory of this process in MB, or nil. */
+/* host.rss_mb() -> resident memory of this process in MB, or nil. Keeps
+ * /proc/self/statm open: one pread per call. */
 static int l_host_rss_mb(lua_State *L)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
+    static int fd = -1;
+    char buf[128];
     long size, resident;
-    if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2) {
-        if (f)
-            fclose(f);
+    if (fd < 0)
+        fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) {
         lua_pushnil(L);
         return 1;
     }
-    fclose(f);
+    buf[n] = '\0';
+    if (sscanf(buf, "%ld %ld", &size, &resident) != 2) {
+        lua_pushnil(L);
+        return 1;
+    }
     lua_pushnumber(L, (lua_Number)resident * (lua_Number)sysconf(_SC_PAGESIZE) / 1048576.0);
     return 1;
 }

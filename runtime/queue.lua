@@ -51,12 +51,21 @@ function M.migrate(q, now, batch)
     redis.script("queue", "migrate", { reserved, list, notify }, args)
 end
 
+-- Ids for failed records of unusable payloads: unique per process and pop,
+-- without a system call per pop.
+local id_prefix, id_count
+local function record_id()
+    if not id_prefix then id_prefix, id_count = host.uuid():sub(1, 24), 0 end
+    id_count = id_count + 1
+    return string.format("%s%012x", id_prefix, id_count)
+end
+
 -- Pops the next job of q, reserving it until now + retry_after. Returns the payload
 -- and the reserved copy; nil when the list is empty; or nil, nil, message when the
 -- payload was unusable (it was moved to the failed store, see scripts/pop.lua).
 function M.pop(q, now, retry_after, connection_name, failed_at)
     local list, _, reserved, notify = M.keys(q)
-    local id = host.uuid()
+    local id = record_id()
     local r = redis.script("queue", "pop",
         { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
         { now + retry_after, id, connection_name, q, now, failed_at })

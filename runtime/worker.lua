@@ -434,9 +434,16 @@ local secondary_queue_had_job = false
 -- Pops queue q (position index in --queue): migrate due jobs, pop, and block on
 -- the notify list with --block-for when this is the first queue. Payloads that are
 -- not usable are moved to the failed store (logged) and the next one is popped.
+local migrated_at = {}  -- queue -> the Unix second its due jobs were last moved
+
 local function pop(q, index)
     local now = host.now()
-    queue.migrate(q, now, options.migration_batch_size)
+    -- scores are whole seconds: moving due jobs once per second per queue moves
+    -- what moving them before every pop would, at most a second later
+    if migrated_at[q] ~= now then
+        queue.migrate(q, now, options.migration_batch_size)
+        migrated_at[q] = now
+    end
     local may_block = options.block_for ~= nil and index == 1 and not secondary_queue_had_job
     for _ = 1, 1000 do
         now = host.now()
@@ -506,6 +513,8 @@ local function get_next_job(queues)
     return result
 end
 
+local restart_checked_at = 0
+
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
     local quit, _, reload = host.signals()
     if quit then return EXIT_OK, "interrupted" end
@@ -513,8 +522,13 @@ local function stop_if_necessary(restart_at_start, start_time, jobs_processed, j
     if options.memory > 0 and (host.rss_mb() or 0) >= options.memory then
         return EXIT_MEMORY, "memory"
     end
-    local ok, current = pcall(last_restart)
-    if ok and current ~= restart_at_start then return EXIT_OK, "restart_signal" end
+    -- the restart key is read at most once a second (Laravel: after every job)
+    local clock = host.clock()
+    if clock - restart_checked_at >= 1 then
+        restart_checked_at = clock
+        local ok, current = pcall(last_restart)
+        if ok and current ~= restart_at_start then return EXIT_OK, "restart_signal" end
+    end
     if options.stop_when_empty and not job then return EXIT_OK, "empty" end
     if options.max_time > 0 and host.clock() - start_time >= options.max_time then
         return EXIT_OK, "max_time"
