@@ -9,24 +9,20 @@ cd "$(dirname "$0")/.."
 
 queue=luaworker-demo
 tmp=$(mktemp -d /tmp/luaworker-demo.XXXXXX)
+# shellcheck source=examples/private-redis.sh
+. examples/private-redis.sh
 cleanup() {
-    # SHUTDOWN returns once redis-server is done writing into $tmp
-    [ -f "$tmp/redis.pid" ] && redis-cli -p "${port:-0}" shutdown nosave >/dev/null 2>&1
+    private_redis_stop "$tmp"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 if [ -z "${REDIS_URL:-}${REDIS_HOST:-}${REDIS_PORT:-}" ]; then
-    for _ in $(seq 1 50); do
-        port=$((20000 + RANDOM % 20000))
-        redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save '' \
-            --daemonize yes --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" 2>/dev/null || continue
-        for _ in $(seq 1 50); do
-            redis-cli -p "$port" ping >/dev/null 2>&1 && break 2
-            sleep 0.1
-        done
-    done
-    export REDIS_PORT=$port
+    if ! private_redis_start "$tmp"; then
+        echo "demo: could not start a private redis-server" >&2
+        exit 1
+    fi
+    export REDIS_PORT=$private_redis_port
     echo "== started a private redis-server on 127.0.0.1:$REDIS_PORT"
 else
     echo "== using the configured Redis (queue $queue)"

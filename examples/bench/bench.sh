@@ -19,26 +19,24 @@ HANDLERS=examples/bench/handlers
 RESULTS=${BENCH_RESULTS:-examples/bench/RESULTS.md}
 P=laravel_database_              # the app's key prefix (APP_NAME=Laravel)
 
+# shellcheck source=examples/private-redis.sh
+. examples/private-redis.sh
 tmp=$(mktemp -d /tmp/luaworker-bench.XXXXXX)
 bg_pids=()                       # workers started in the background, by pid
 cleanup() {
     for pid in "${bg_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    [ -f "$tmp/redis.pid" ] && redis-cli -p "${port:-0}" shutdown nosave >/dev/null 2>&1
+    private_redis_stop "$tmp"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 # --- a private redis-server (as examples/demo.sh), always: the numbers need a
 # Redis nobody else uses.
-for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 20000))
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
-        --daemonize yes --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" 2>/dev/null || continue
-    for _ in $(seq 1 50); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break 2
-        sleep 0.1
-    done
-done
+if ! private_redis_start "$tmp"; then
+    echo "bench: could not start a private redis-server" >&2
+    exit 1
+fi
+port=$private_redis_port
 unset REDIS_URL REDIS_PASSWORD REDIS_USERNAME REDIS_DB REDIS_PREFIX REDIS_QUEUE REDIS_BLOCK_FOR
 export REDIS_HOST=127.0.0.1 REDIS_PORT=$port
 echo "== private redis-server on 127.0.0.1:$port; work files in $tmp"

@@ -1,0 +1,32 @@
+# shellcheck shell=bash
+# Sourced by spec/run, examples/demo.sh and examples/bench/bench.sh: a private
+# redis-server on a free loopback port, its files in a directory of the caller's.
+#   private_redis_start DIR   starts it; sets private_redis_port; returns 1 when no
+#                             port could be had after 50 tries
+#   private_redis_stop DIR    stops it; returns once it has stopped writing to DIR
+
+private_redis_start() {
+    local dir=$1 p
+    private_redis_port=""
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 20000))
+        redis-server --port "$p" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+            --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+            >/dev/null 2>&1 || continue
+        for _ in $(seq 1 50); do
+            if redis-cli -p "$p" ping >/dev/null 2>&1; then
+                private_redis_port=$p
+                return 0
+            fi
+            sleep 0.1
+        done
+    done
+    return 1
+}
+
+private_redis_stop() {
+    local dir=$1
+    [ -f "$dir/redis.pid" ] && [ -n "${private_redis_port:-}" ] &&
+        redis-cli -p "$private_redis_port" shutdown nosave >/dev/null 2>&1
+    return 0
+}
