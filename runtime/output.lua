@@ -17,7 +17,6 @@ end
 local function now_text()
     return os.date("%Y-%m-%d %H:%M:%S")
 end
-M.now_text = now_text
 
 local function iso_timestamp()
     local t = host.microtime()
