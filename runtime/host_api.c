@@ -82,9 +82,11 @@ static void on_reply(void *data, const redisReply *reply, const char *lost)
     }
 }
 
+/* The connection named at idx: "queue", "cache", or "block" (HOST_BLOCK_CONN, for
+ * client settings such as CLIENT TRACKING; it has no scripts). */
 static struct redis_conn *check_conn(lua_State *L, struct host *h, int idx)
 {
-    static const char *const names[] = {"queue", "cache", NULL};
+    static const char *const names[] = {"queue", "cache", "block", NULL};
     return h->conns[luaL_checkoption(L, idx, NULL, names)];
 }
 
@@ -167,8 +169,186 @@ static void on_sleep_timer(struct ev_loop *loop, ev_timer *w, int revents)
     host_resume(h, 1);
 }
 
+static void on_ignored_reply(void *data, const redisReply *reply, const char *lost)
+{
+    (void)data;
+    (void)reply;
+    (void)lost;
+}
+
+/* Ends the BLPOP of host.wait_notify (it replies nil) by a CLIENT UNBLOCK on the
+ * queue connection, which the waiting coroutine does not use meanwhile. */
+static void unblock_wait(struct host *h)
+{
+    if (!h->blocking || h->closing)
+        return;
+    if (h->block_client_id <= 0) {
+        h->unblock_wanted = 1;
+        return;
+    }
+    char id[32], err[256];
+    int n = snprintf(id, sizeof id, "%lld", h->block_client_id);
+    const char *argv[] = {"CLIENT", "UNBLOCK", id};
+    size_t argvlen[] = {6, 7, (size_t)n};
+    h->unblock_wanted = 0;
+    /* when this cannot be sent, the BLPOP's own timeout ends the wait */
+    redis_conn_command(h->conns[HOST_QUEUE_CONN], 3, argv, argvlen, on_ignored_reply, h, err,
+                       sizeof err);
+}
+
+static void on_block_client_id(void *data, const redisReply *reply, const char *lost)
+{
+    (void)lost;
+    struct host *h = data;
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        h->block_client_id = reply->integer;
+    if (h->unblock_wanted)
+        unblock_wait(h);
+}
+
+static void on_block_reply(void *data, const redisReply *reply, const char *lost)
+{
+    struct host *h = data;
+    h->blocking = 0;
+    h->unblock_wanted = 0;
+    ev_timer_stop(h->loop, &h->wait_timer);
+    on_reply(data, reply, lost);
+}
+
+static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    unblock_wait(w->data);
+}
+
+/* host.wait_notify(seconds, exact, key...) -> as host.command for BLPOP key... : a
+ * list {key, token} when a token came, nil when the time passed or a stop signal
+ * (or CONT, HUP) ended the wait. seconds < 0 waits without a time limit. With
+ * exact (or fractional seconds) the deadline is the host's own timer, exact to the
+ * millisecond, which then ends the BLPOP with CLIENT UNBLOCK; otherwise it is the
+ * BLPOP's timeout, which Redis applies only as exactly as its hz (100 ms by
+ * default). An invalidation message (see host.subscribe_invalidations) ends it too,
+ * and one that came since host.take_invalidated makes it return nil at once.
+ * Yields until then. */
+static int l_host_wait_notify(lua_State *L)
+{
+    struct host *h = host_of(L);
+    double seconds = luaL_checknumber(L, 1);
+    int exact = lua_toboolean(L, 2);
+    luaL_checkstring(L, 3);
+    if (h->blocking)
+        return luaL_error(L, "host.wait_notify: already waiting");
+    if (h->invalidated) {  /* a change came in since the caller looked */
+        lua_pushboolean(L, 1);
+        lua_pushnil(L);
+        return 2;
+    }
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int nkeys = lua_gettop(L) - 2;
+    if (nkeys + 2 > MAX_COMMAND_ARGS)
+        return luaL_error(L, "host.wait_notify: too many keys (%d)", nkeys);
+    argv[0] = "BLPOP";
+    argvlen[0] = 5;
+    collect_args(L, 3, argv + 1, argvlen + 1);
+    if (seconds >= 0 && !exact)
+        exact = seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
+    /* with the timer, Redis' own timeout only backs it up: a whole second past it */
+    char timeout[32];
+    int tn = snprintf(timeout, sizeof timeout, "%.0f",
+                      seconds < 0 ? 0. : exact < 0 ? fmax(seconds, 1.) : ceil(seconds) + 1.);
+    argv[nkeys + 1] = timeout;
+    argvlen[nkeys + 1] = (size_t)tn;
+
+    struct redis_conn *c = h->conns[HOST_BLOCK_CONN];
+    const char *id_argv[] = {"CLIENT", "ID"};
+    size_t id_argvlen[] = {6, 2};
+    char err[512];
+    h->block_client_id = 0;
+    h->unblock_wanted = 0;
+    if (redis_conn_command(c, 2, id_argv, id_argvlen, on_block_client_id, h, err, sizeof err) ||
+        redis_conn_command(c, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
+        return fail_now(L, err);
+    h->blocking = 1;
+    if (seconds >= 0 && exact > 0) {
+        ev_timer_init(&h->wait_timer, on_wait_timer, seconds, 0.);
+        h->wait_timer.data = h;
+        ev_timer_start(h->loop, &h->wait_timer);
+    }
+    return yield_wait(L);
+}
+
+static void on_invalidation(void *data, const redisReply *reply, const char *lost)
+{
+    (void)lost;
+    struct host *h = data;
+    if (!reply) {
+        h->subscribed = 0;
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(reply->element[0]->str, "message") == 0) {
+        h->invalidated = 1;
+        unblock_wait(h);
+    }
+}
+
+/* host.subscribe_invalidations() -> true, client id | false, message, kind.
+ * Subscribes HOST_SUB_CONN to __redis__:invalidate, where CLIENT TRACKING ...
+ * REDIRECT <client id> sends its messages: each one ends a host.wait_notify, or
+ * the next one, and sets the flag host.take_invalidated reads. Yields until the
+ * client id is known. */
+static int l_host_subscribe_invalidations(lua_State *L)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = h->conns[HOST_SUB_CONN];
+    const char *id_argv[] = {"CLIENT", "ID"};
+    size_t id_argvlen[] = {6, 2};
+    const char *sub_argv[] = {"SUBSCRIBE", "__redis__:invalidate"};
+    size_t sub_argvlen[] = {9, 20};
+    char err[512];
+    if (redis_conn_command(c, 2, id_argv, id_argvlen, on_reply, h, err, sizeof err) ||
+        redis_conn_subscribe(c, 2, sub_argv, sub_argvlen, on_invalidation, h, err, sizeof err))
+        return fail_now(L, err);
+    h->subscribed = 1;
+    return yield_wait(L);
+}
+
+/* host.subscribed() -> whether the subscription of host.subscribe_invalidations
+ * still holds (false once its connection ended). */
+static int l_host_subscribed(lua_State *L)
+{
+    lua_pushboolean(L, host_of(L)->subscribed);
+    return 1;
+}
+
+/* host.connects(conn) -> how many connections conn ("queue", "cache", "block") has
+ * opened: a change means its client settings are gone. */
+static int l_host_connects(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushnumber(L, (lua_Number)redis_conn_connects(check_conn(L, h, 1)));
+    return 1;
+}
+
+/* host.take_invalidated() -> whether an invalidation message came since the last
+ * call; clears the flag. */
+static int l_host_take_invalidated(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushboolean(L, h->invalidated);
+    h->invalidated = 0;
+    return 1;
+}
+
 void host_api_wake(struct host *h)
 {
+    if (h->blocking) {
+        unblock_wait(h);
+        return;
+    }
     if (!ev_is_active(&h->sleep_timer) || h->finished)
         return;
     ev_timer_stop(h->loop, &h->sleep_timer);
@@ -399,6 +579,11 @@ static const luaL_Reg host_functions[] = {
     {"command", l_host_command},
     {"script", l_host_script},
     {"sleep", l_host_sleep},
+    {"wait_notify", l_host_wait_notify},
+    {"subscribe_invalidations", l_host_subscribe_invalidations},
+    {"subscribed", l_host_subscribed},
+    {"connects", l_host_connects},
+    {"take_invalidated", l_host_take_invalidated},
     {"now", l_host_now},
     {"clock", l_host_clock},
     {"microtime", l_host_microtime},

@@ -11,7 +11,8 @@ struct host;
 /* Sets package.preload["luaworker.host"] in h->L. */
 void host_api_register(struct host *h);
 
-/* Ends the current sleep, if any: the sleeping coroutine is resumed with false. */
+/* Ends the current sleep, if any: the sleeping coroutine is resumed with false;
+ * or the current host.wait_notify, which then returns nil. */
 void host_api_wake(struct host *h);
 
 #endif

@@ -67,10 +67,12 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     preload(h->L, "luaworker.encrypter", luaopen_luaworker_encrypter);
     host_api_register(h);
 
-    const struct redis_settings *settings[2] = {&config->queue, &config->cache};
-    const char *labels[2] = {"queue", "cache"};
-    for (int i = 0; i < 2; i++) {
-        h->conns[i] = redis_conn_new(h->loop, settings[i], &h->scripts, labels[i]);
+    const struct redis_settings *settings[HOST_CONNS] = {&config->queue, &config->cache,
+                                                         &config->queue, &config->queue};
+    const char *labels[HOST_CONNS] = {"queue", "cache", "queue", "queue"};
+    for (int i = 0; i < HOST_CONNS; i++) {
+        const int scripted = i == HOST_QUEUE_CONN || i == HOST_CACHE_CONN;
+        h->conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &h->scripts : NULL, labels[i]);
         if (!h->conns[i]) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -207,7 +209,9 @@ int host_run(struct host *h, const struct cli *cli)
 void host_close(struct host *h)
 {
     h->closing = 1;
-    for (int i = 0; i < 2; i++) {
+    if (h->loop)
+        ev_timer_stop(h->loop, &h->wait_timer);
+    for (int i = 0; i < HOST_CONNS; i++) {
         redis_conn_free(h->conns[i]);
         h->conns[i] = NULL;
     }

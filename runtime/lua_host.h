@@ -23,8 +23,14 @@ struct host {
     struct ev_loop *loop;
     struct config config;
     struct scripts scripts;
-    struct redis_conn *conns[2];    /* HOST_QUEUE_CONN, HOST_CACHE_CONN */
+    struct redis_conn *conns[4];    /* by HOST_*_CONN */
     ev_timer sleep_timer;
+    ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
+    int blocking;                   /* a host.wait_notify BLPOP is in flight */
+    int unblock_wanted;             /* end it as soon as its client id is known */
+    long long block_client_id;      /* CLIENT ID of HOST_BLOCK_CONN, 0 until known */
+    int subscribed;                 /* HOST_SUB_CONN listens to __redis__:invalidate */
+    int invalidated;                /* an invalidation came since host.take_invalidated */
     ev_signal signals[6];
     volatile int quit;              /* TERM, INT or QUIT arrived */
     volatile int paused;            /* USR2 arrived, CONT not yet */
@@ -35,7 +41,17 @@ struct host {
     int exit_code;
 };
 
-enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1 };
+/* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
+ * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
+ * TRACKING that reports changes of the delayed sets to HOST_SUB_CONN, subscribed
+ * to __redis__:invalidate (see host.subscribe_invalidations). */
+enum {
+    HOST_QUEUE_CONN = 0,
+    HOST_CACHE_CONN = 1,
+    HOST_BLOCK_CONN = 2,
+    HOST_SUB_CONN = 3,
+    HOST_CONNS = 4
+};
 
 /* Sets up h (state, loop, connections, signal watchers); takes ownership of
  * scripts. Returns 0, or -1 with err set. */

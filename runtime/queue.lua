@@ -51,6 +51,23 @@ function M.migrate(q, now, batch)
     redis.script("queue", "migrate", { reserved, list, notify }, args)
 end
 
+-- For each queue of qs, the Unix second its next delayed job is due or its next
+-- reservation expires (whichever is first), or false when it has neither.
+function M.next_due(qs)
+    local sets = {}
+    for i, q in ipairs(qs) do
+        local _, delayed, reserved = M.keys(q)
+        sets[2 * i - 1], sets[2 * i] = delayed, reserved
+    end
+    local scores = redis.script("queue", "next_due", sets, {})
+    local due = {}
+    for i = 1, #qs do
+        local a, b = tonumber(scores[2 * i - 1]), tonumber(scores[2 * i])
+        due[i] = (a and b and math.min(a, b)) or a or b or false
+    end
+    return due
+end
+
 -- Ids for failed records of unusable payloads: unique per process and pop,
 -- without a system call per pop.
 local id_prefix, id_count

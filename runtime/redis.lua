@@ -36,4 +36,22 @@ function M.script(conn, name, keys, args)
     return value
 end
 
+-- wait_notify(seconds, exact, keys) -> {key, token}, or nil when seconds passed or
+-- a signal ended the wait (seconds < 0: no limit); raises a RedisError. A BLPOP on
+-- the keys, on a connection of its own; exact: to the millisecond rather than to
+-- Redis' hz (see host.wait_notify).
+function M.wait_notify(seconds, exact, keys)
+    local ok, value, kind = host.wait_notify(seconds, exact, unpack(keys))
+    if not ok then raise(value, kind) end
+    return value
+end
+
+-- subscribe_invalidations() -> the client id to name in CLIENT TRACKING ...
+-- REDIRECT; raises a RedisError (see host.subscribe_invalidations).
+function M.subscribe_invalidations()
+    local ok, value, kind = host.subscribe_invalidations()
+    if not ok then raise(value, kind) end
+    return value
+end
+
 return M

@@ -16,6 +16,7 @@ struct redis_conn {
     char label[16];
     char describe[300];
     redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
+    unsigned long connects;        /* connections opened so far */
     char setup_error[600];         /* why, for the replies still pending on it */
 };
 
@@ -30,6 +31,7 @@ struct pending {
     char **argv;
     size_t *argvlen;
     int retried;
+    int subscription;     /* called for every message until the connection ends */
 };
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -80,6 +82,7 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
         return -1;
     }
     ac->data = c;
+    c->connects++;
     redisLibevAttach(c->loop, ac);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -165,6 +168,11 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
+    if (p->subscription && reply) {
+        if (ac != c->failed_ac)
+            p->fn(p->data, reply, NULL);
+        return;  /* hiredis calls it once more, with NULL, when the connection ends */
+    }
     if (reply && ac == c->failed_ac) {
         p->fn(p->data, NULL, c->setup_error);
     } else if (reply) {
@@ -196,6 +204,30 @@ int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const 
         return -1;
     }
     return 0;
+}
+
+int redis_conn_subscribe(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
+                         redis_conn_reply_fn *fn, void *data, char *err, size_t errlen)
+{
+    struct pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    p->conn = c;
+    p->fn = fn;
+    p->data = data;
+    p->subscription = 1;
+    if (send_pending(c, p, argc, argv, argvlen, err, errlen)) {
+        free(p);
+        return -1;
+    }
+    return 0;
+}
+
+unsigned long redis_conn_connects(const struct redis_conn *c)
+{
+    return c->connects;
 }
 
 int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, int argc,

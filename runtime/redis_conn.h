@@ -33,6 +33,15 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
 int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
                        redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
 
+/* Queues SUBSCRIBE (argv[0]): fn is called for its confirmation and every message,
+ * and once more with reply == NULL when the connection ends. Same return contract. */
+int redis_conn_subscribe(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
+                         redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
+
+/* How many connections c has opened so far: a change means a new connection, which
+ * has none of the previous one's client state (CLIENT TRACKING, say). */
+unsigned long redis_conn_connects(const struct redis_conn *c);
+
 /* Queues EVALSHA of script sc with nkeys keys followed by the remaining arguments
  * in argv[0..argc). The arguments are copied. Same return contract. */
 int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, int argc,

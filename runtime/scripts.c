@@ -14,7 +14,8 @@
 #endif
 
 const char *const scripts_required[] = {
-    "push", "later", "pop", "release", "migrate", "size", "clear", "fail", "retry", NULL,
+    "push", "later", "pop", "release", "migrate", "size", "clear", "fail", "retry", "next_due",
+    NULL,
 };
 
 static int read_file(const char *path, char **text, size_t *len, char *err, size_t errlen)

@@ -429,14 +429,11 @@ local function report_redis_error(err)
     output.error("error while taking a job: " .. tostring(err))
 end
 
-local secondary_queue_had_job = false
-
--- Pops queue q (position index in --queue): migrate due jobs, pop, and block on
--- the notify list with --block-for when this is the first queue. Payloads that are
--- not usable are moved to the failed store (logged) and the next one is popped.
+-- Pops queue q: migrate due jobs, pop. Payloads that are not usable are moved to
+-- the failed store (logged) and the next one is popped.
 local migrated_at = {}  -- queue -> the Unix second its due jobs were last moved
 
-local function pop(q, index)
+local function pop(q)
     local now = host.now()
     -- scores are whole seconds: moving due jobs once per second per queue moves
     -- what moving them before every pop would, at most a second later
@@ -444,17 +441,13 @@ local function pop(q, index)
         queue.migrate(q, now, options.migration_batch_size)
         migrated_at[q] = now
     end
-    local may_block = options.block_for ~= nil and index == 1 and not secondary_queue_had_job
     for _ = 1, 1000 do
         now = host.now()
         local raw, reserved, problem, record_id = queue.pop(q, now, options.retry_after,
             worker.connection_name, os.date("%Y-%m-%d %H:%M:%S", now))
         if raw then return raw, reserved end
         if not problem then
-            if not may_block then return nil end
-            may_block = false
-            local _, notify = select(3, queue.keys(q))
-            if not redis.call("queue", "BLPOP", notify, options.block_for) then return nil end
+            return nil
         else
             output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
                 q, problem, record_id))
@@ -479,9 +472,8 @@ local function get_next_job(queues)
         fire("popping", nil, nil, { queue = options.queue_list })
         for index, q in ipairs(queues) do
             local raw, reserved
-            if not queue_paused(q) then raw, reserved = pop(q, index) end
+            if not queue_paused(q) then raw, reserved = pop(q) end
             if raw then
-                if index == 1 then secondary_queue_had_job = false else secondary_queue_had_job = true end
                 -- The pop script decoded the same bytes, so this only fails where
                 -- this cjson is stricter than Redis' (the job is then failed).
                 local decoded, payload = pcall(decode, raw)
@@ -495,7 +487,6 @@ local function get_next_job(queues)
                 fire("popped", job)
                 return job
             end
-            if index == 1 then secondary_queue_had_job = false end
         end
         return nil
     end)
@@ -511,6 +502,86 @@ local function get_next_job(queues)
         connection_down = false
     end
     return result
+end
+
+-- How long an idle worker waits for a job: --sleep, as queue:work sleeps; with
+-- --block-for, that long first (0: without limit), as queue:work blocks.
+local function idle_bound()
+    if options.block_for == nil then return options.sleep end
+    if options.block_for == 0 then return math.huge end
+    return options.block_for + options.sleep
+end
+
+-- Changes of the delayed sets while idle: Laravel's later() adds a job without a
+-- notify token, so the worker asks Redis (CLIENT TRACKING, BCAST, Redis 6+) to
+-- report every change of the queues' :delayed sets, and each report ends its
+-- idle wait. Set up again after either connection involved reconnected.
+local tracked = { connects = -1, unavailable = false }
+
+local function track_delayed_sets(queues)
+    if tracked.unavailable then return end
+    if host.subscribed() and tracked.connects == host.connects("block") then return end
+    local id = redis.subscribe_invalidations()
+    local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
+    for _, q in ipairs(queues) do
+        args[#args + 1] = "PREFIX"
+        args[#args + 1] = select(2, queue.keys(q))
+    end
+    local done, err = pcall(function()
+        redis.call("block", "CLIENT", "TRACKING", "OFF")
+        redis.call("block", unpack(args))
+    end)
+    if not done then
+        if not (redis.is_error(err) and err.kind == "reply") then error(err, 0) end
+        tracked.unavailable = true
+        output.error("Redis cannot report changes of the delayed sets (" .. err.message
+            .. "): a job delayed while the worker is idle is moved when the wait ends, "
+            .. "after --sleep at most")
+        return
+    end
+    tracked.connects = host.connects("block")
+end
+
+-- The wait of a worker that found no job, in place of queue:work's sleep and
+-- block_for: a BLPOP on the notify lists of the queues (a push wakes it at once),
+-- ended by the host's timer when the next delayed job is due or reservation
+-- expires (moved within milliseconds of its second), by a change of a delayed set,
+-- and at the latest after idle_bound(). What Redis sees is what a queue:work with
+-- block_for does.
+local function idle_wait(queues)
+    local bound = idle_bound()
+    if bound <= 0 then return end
+    local ok, err = task.run(function()
+        track_delayed_sets(queues)
+        host.take_invalidated()
+        local open = {}
+        for _, q in ipairs(queues) do
+            if not queue_paused(q) then open[#open + 1] = q end
+        end
+        if #open == 0 then
+            host.sleep(math.min(bound, options.sleep > 0 and options.sleep or 1))
+            return
+        end
+        local wait, exact = bound, false
+        local due = queue.next_due(open)
+        local notify = {}
+        for i, q in ipairs(open) do
+            notify[i] = select(4, queue.keys(q))
+            if due[i] then
+                -- due jobs are moved once per second per queue (see pop)
+                local at = math.max(due[i], (migrated_at[q] or 0) + 1)
+                local until_due = at - host.microtime() + 0.002
+                if until_due < wait then wait, exact = until_due, true end
+            end
+        end
+        if wait <= 0 then return end
+        redis.wait_notify(wait == math.huge and -1 or wait, exact, notify)
+    end)
+    if not ok then
+        report_redis_error(err)
+        host.sleep(reconnect_delay)
+        reconnect_delay = math.min(reconnect_delay * 2, RECONNECT_MAX)
+    end
 end
 
 local restart_checked_at = 0
@@ -625,7 +696,7 @@ function M.run(cli, cfg)
                 process(job)
                 if options.rest > 0 then host.sleep(options.rest) end
             elseif not options.stop_when_empty then
-                host.sleep(options.sleep)
+                idle_wait(queues)
             end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
             if status then return stop(status, reason) end

@@ -8,8 +8,10 @@ local RECORDER = [[
 local luaworker = require "luaworker"
 local H = {}
 function H.handle(job, command)
+    local t = luaworker.redis("TIME")
     luaworker.redis("RPUSH", "spec:ran", luaworker.json.encode({
-        id = job:id(), attempts = job:attempts(), action = command.action }))
+        id = job:id(), attempts = job:attempts(), action = command.action,
+        at = tonumber(t[1]) + tonumber(t[2]) / 1e6 }))
     if command.action == "error" then error("boom from the handler") end
     if command.action == "release" then job:release(7) end
     if command.action == "delete" then job:delete() end
@@ -581,6 +583,39 @@ describe("luaworker work", function()
         H.push(spec_job("ok"))
         H.wait_until(function() return #ran() == 1 end, 3, "the blocked worker to take the job")
         w:stop()
+    end)
+
+    it("waits on the notify list when idle: a push wakes it long before --sleep, TERM ends the wait", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=30" })
+        H.sleep(0.5)
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 3, "the idle worker to take the job")
+        H.sleep(0.3)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(3))
+    end)
+
+    it("starts a delayed job within a second of its due second while idle", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=30" })
+        H.sleep(0.5)
+        local due = tonumber(H.r("TIME")[1]) + 2
+        local _, delayed = H.keys()
+        H.r("ZADD", delayed, due, cjson.encode(spec_job("ok")))
+        H.wait_until(function() return #ran() == 1 end, 5, "the delayed job")
+        local late = ran()[1].at - due
+        assert.is_true(late >= 0 and late < 1, "started " .. late .. " s after its due second")
+        w:stop()
+    end)
+
+    it("makes a few Redis calls a second while idle at the defaults", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers })
+        H.sleep(0.5)
+        H.r("CONFIG", "RESETSTAT")
+        H.sleep(3.5)
+        local calls = 0
+        for n in H.r("INFO", "commandstats"):gmatch("calls=(%d+)") do calls = calls + tonumber(n) end
+        w:stop()
+        assert.is_true(calls <= 25, calls .. " calls in 3.5 s")
     end)
 
     it("uses EVALSHA and loads a script again after SCRIPT FLUSH", function()
