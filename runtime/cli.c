@@ -22,6 +22,7 @@ static const struct cli_option work_options[] = {
     {"max-time", CLI_UINT, "0", "exit after this many seconds (0 = no limit)"},
     {"force", CLI_FLAG, NULL, "work even when the app is in maintenance mode (storage/framework/down beside --env-file)"},
     {"memory", CLI_UINT, "128", "exit with status 12 when resident memory reaches this many MB"},
+    {"memory-limit", CLI_UINT, "1024", "MB a worker's Lua heap may hold; a job needing more fails with 'not enough memory' (0 = no limit)"},
     {"sleep", CLI_SECONDS, "3", "seconds to sleep when no job is available"},
     {"rest", CLI_SECONDS, "0", "seconds to rest after each job"},
     {"timeout", CLI_UINT, "60", "seconds a job may run when its payload has no timeout (0 = none)"},

@@ -32,16 +32,20 @@ local function file_exists(path)
     return f ~= nil
 end
 
+-- The handler at path, loaded once, if it has method. Returns handler, or nil,
+-- message.
 local function load_handler(path, method)
-    local cached = cache[path]
-    if cached then return cached end
-    local chunk, err = loadfile(path)
-    if not chunk then
-        return nil, "cannot load handler " .. err
-    end
-    local ok, handler = pcall(chunk)
-    if not ok then
-        return nil, "handler " .. path .. " raised while loading: " .. tostring(handler)
+    local handler = cache[path]
+    if not handler then
+        local chunk, err = loadfile(path)
+        if not chunk then
+            return nil, "cannot load handler " .. err
+        end
+        local ok
+        ok, handler = pcall(chunk)
+        if not ok then
+            return nil, "handler " .. path .. " raised while loading: " .. tostring(handler)
+        end
     end
     if type(handler) ~= "table" or type(handler[method]) ~= "function" then
         return nil, "handler " .. path .. " must return a table with a " .. method
@@ -49,6 +53,21 @@ local function load_handler(path, method)
     end
     cache[path] = handler
     return handler
+end
+
+-- Is class usable as a path under the handler directory? A PHP class name never
+-- has a ".." segment (which would lead out of the directory) nor a NUL byte
+-- (where C would cut the path short).
+local function safe_class(class)
+    if class:find("\0", 1, true) then return false end
+    for segment in (class:gsub("\\", "/") .. "/"):gmatch("([^/]*)/") do
+        if segment == ".." then return false end
+    end
+    return true
+end
+
+local function printable(class)
+    return (class:gsub("%z", "\\0"))
 end
 
 -- Is the payload a string job ("job" other than CallQueuedHandler@call)?
@@ -81,18 +100,23 @@ function M.resolve(payload)
     if #classes == 0 then
         return nil, "no handler: the payload has no displayName, data.commandName or job class"
     end
-    local tried = {}
+    local tried, refused = {}, {}
     for _, class in ipairs(classes) do
         local path = path_of(class)
-        if cache[path] then return cache[path], method, path end
-        if file_exists(path) then
+        if not safe_class(class) then
+            refused[#refused + 1] = "'" .. printable(class) .. "' is not a PHP class name"
+        elseif cache[path] or file_exists(path) then
             local handler, err = load_handler(path, method)
             if not handler then return nil, err end
             return handler, method, path
+        else
+            tried[#tried + 1] = path
         end
-        tried[#tried + 1] = path
     end
-    return nil, "no handler for " .. classes[1] .. ": tried " .. table.concat(tried, ", ")
+    local why = {}
+    if #refused > 0 then why[1] = table.concat(refused, ", ") end
+    if #tried > 0 then why[#why + 1] = "tried " .. table.concat(tried, ", ") end
+    return nil, "no handler for " .. printable(classes[1]) .. ": " .. table.concat(why, "; ")
 end
 
 -- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.

@@ -427,11 +427,14 @@ static void push_part(luaL_Buffer *b, const char *s, size_t len)
 }
 
 /* host.report_start(timeout, queue, payload, reserved): tells the supervisor a job
- * started (see supervisor.h). No-op when not supervised. */
+ * started (see supervisor.h). timeout is in seconds, cut to 0..UINT32_MAX (it
+ * comes from the payload). No-op when not supervised. */
 static int l_host_report_start(lua_State *L)
 {
     struct host *h = host_of(L);
-    uint32_t timeout = (uint32_t)luaL_checknumber(L, 1);
+    lua_Number seconds = luaL_checknumber(L, 1);
+    uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
+                                                                             : (uint32_t)seconds;
     size_t qlen, plen, rlen;
     const char *q = luaL_checklstring(L, 2, &qlen);
     const char *p = luaL_checklstring(L, 3, &plen);

@@ -45,6 +45,34 @@ static void preload(lua_State *L, const char *name, lua_CFunction fn)
     lua_pop(L, 2);
 }
 
+/* lua_Alloc over LuaJIT's own allocator that keeps h->heap_used and refuses to
+ * grow the heap past h->heap_limit (see host_set_memory_limit). Freeing and
+ * shrinking always succeed. */
+static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    struct host *h = ud;
+    size_t old = ptr ? osize : 0;
+    if (h->heap_limit && nsize > old) {
+        size_t cap = h->heap_over ? h->heap_limit + HOST_HEAP_GRACE : h->heap_limit;
+        if ((h->heap_used > old ? h->heap_used - old : 0) + nsize > cap) {
+            h->heap_over = 1;
+            return NULL;
+        }
+    }
+    void *p = h->heap_alloc(h->heap_ud, ptr, osize, nsize);
+    if (p || nsize == 0) {
+        h->heap_used = (h->heap_used > old ? h->heap_used - old : 0) + nsize;
+        if (h->heap_over && h->heap_used < h->heap_limit)
+            h->heap_over = 0;
+    }
+    return p;
+}
+
+void host_set_memory_limit(struct host *h, size_t bytes)
+{
+    h->heap_limit = bytes;
+}
+
 int host_open(struct host *h, const struct config *config, struct scripts *scripts,
               char *err, size_t errlen)
 {
@@ -61,6 +89,9 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
         snprintf(err, errlen, "cannot create the %s", h->loop ? "Lua state" : "event loop");
         return -1;
     }
+    h->heap_alloc = lua_getallocf(h->L, &h->heap_ud);
+    h->heap_used = (size_t)lua_gc(h->L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(h->L, LUA_GCCOUNTB, 0);
+    lua_setallocf(h->L, heap_alloc, h);
     luaL_openlibs(h->L);
     preload(h->L, "cjson", luaopen_cjson);
     preload(h->L, "luaworker.php", luaopen_luaworker_php);

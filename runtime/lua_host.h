@@ -39,6 +39,12 @@ struct host {
     int finished;                   /* the main coroutine returned or raised */
     int closing;                    /* replies no longer resume Lua */
     int exit_code;
+    /* the Lua heap's budget (see host_set_memory_limit) */
+    lua_Alloc heap_alloc;           /* LuaJIT's own allocator, which does the work */
+    void *heap_ud;
+    size_t heap_used;               /* bytes the state holds */
+    size_t heap_limit;              /* 0: no limit */
+    int heap_over;                  /* an allocation was refused; not back under yet */
 };
 
 /* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
@@ -65,6 +71,15 @@ int host_run(struct host *h, const struct cli *cli);
 /* Resumes the main coroutine with the nargs values pushed on it. Called by the
  * loop's callbacks only. */
 void host_resume(struct host *h, int nargs);
+
+/* Caps the Lua heap at bytes (0: no limit). An allocation that would take it past
+ * the cap is refused, so LuaJIT raises "not enough memory" in the code that asked
+ * (a handler's error, which fails its job). After a refusal, up to
+ * HOST_HEAP_GRACE bytes more are allowed until the heap is back under the cap, so
+ * that the error can be reported and the job failed. */
+void host_set_memory_limit(struct host *h, size_t bytes);
+
+#define HOST_HEAP_GRACE ((size_t)64 << 20)
 
 void host_close(struct host *h);
 

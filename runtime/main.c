@@ -88,6 +88,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "luaworker: %s\n", err);
         status = 70;
     } else {
+        const char *memory_limit = option_value(&cli, "memory-limit");
+        if (memory_limit)
+            host_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
         if (supervisor_fd) {
             host.supervisor_fd = atoi(supervisor_fd);
             unsetenv(SUPERVISOR_FD_ENV);

@@ -102,12 +102,20 @@ function M.release(q, reserved_copy, available_at)
 end
 
 -- Records a failed job and removes its reservation in one step (scripts/fail.lua).
+-- The record id is record.uuid; when a record already has that id (two payloads
+-- with one uuid), <uuid>-2, <uuid>-3...: a failed job never replaces another's
+-- record.
 function M.fail(q, reserved_copy, record)
     local _, _, reserved = M.keys(q)
+    local id, n = record.uuid, 1
+    while redis.call("queue", "EXISTS", M.failed_record_key(id)) == 1 do
+        n = n + 1
+        id = record.uuid .. "-" .. n
+    end
     return redis.script("queue", "fail",
-        { reserved, M.failed_index_key(), M.failed_record_key(record.uuid) },
-        { reserved_copy, record.uuid, record.connection, q, record.payload,
-          record.exception, record.now, record.failed_at })
+        { reserved, M.failed_index_key(), M.failed_record_key(id) },
+        { reserved_copy, id, record.connection, q, record.payload,
+          record.exception, record.now, record.failed_at, record.uuid })
 end
 
 -- Returns total, pending, delayed, reserved.

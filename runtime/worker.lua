@@ -292,11 +292,13 @@ local function fail_if_will_exceed_max_exceptions(job, exc)
     end
 end
 
+-- Seconds until the released job is due. A negative backoff is due at once (as
+-- Laravel's release with a past time).
 local function backoff_for(job)
     local source = job:backoff()
     if source == nil then source = options.effective_backoff end
     local list = split(tostring(source), ",")
-    return to_integer(list[job:attempts()] or list[#list])
+    return math.max(0, to_integer(list[job:attempts()] or list[#list]))
 end
 
 -- Worker::handleJobException: the fail checks, then the automatic release.
@@ -315,9 +317,9 @@ local function handle_job_exception(job, exc, started)
         output.job("released_after_exception", job, exc, host.clock() - started)
         output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
             tostring(job:name()), job:attempts(), delay, exc.text), job)
-    elseif exc.class ~= MAX_ATTEMPTS_EXCEPTION then
-        output.error(string.format("%s (attempt %d) raised: %s", tostring(job:name()),
-            job:attempts(), exc.text), job)
+    else
+        output.error(string.format("%s (attempt %d) %s: %s", tostring(job:name()), job:attempts(),
+            exc.class == MAX_ATTEMPTS_EXCEPTION and "failed" or "raised", exc.text), job)
     end
 end
 

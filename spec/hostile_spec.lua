@@ -1,0 +1,132 @@
+-- `luaworker work` against hostile payloads (spec/fixtures/hostile/corpus.lua):
+-- each one is logged with the job and the problem and kept in the failed store
+-- (or, when it is valid after all, runs), the worker keeps running, the good jobs
+-- pushed between them run, and no payload is lost.
+local H = require "spec.helpers"
+
+local corpus = require "spec.fixtures.hostile.corpus"
+
+local HANDLERS = "spec/fixtures/hostile_handlers"
+local FAILED_INDEX = H.prefix .. "luaworker:failed_jobs"
+local GOOD = 1000  -- good job i records GOOD + i
+
+local function done_set()
+    local set = {}
+    for _, n in ipairs(H.r("LRANGE", "hostile:done", 0, -1)) do
+        set[n] = (set[n] or 0) + 1
+    end
+    return set
+end
+
+local function count(t)
+    local n = 0
+    for _ in pairs(t) do n = n + 1 end
+    return n
+end
+
+-- The payload id a log line names the job by (the corpus gives each its own).
+local function payload_id(e)
+    return e.payload:match('"id":"(hostile%d+)"')
+end
+
+-- A line of text holding both a and b (plain text).
+local function line_with(text, a, b)
+    for line in text:gmatch("[^\n]+") do
+        if line:find(a, 1, true) and line:find(b, 1, true) then return line end
+    end
+    return nil
+end
+
+describe("luaworker work on hostile payloads", function()
+    local worker, log, records, by_id, done
+
+    setup(function()
+        H.flush()
+        for i, e in ipairs(corpus) do
+            H.push(e.payload)
+            H.push(corpus.good(GOOD + i))
+        end
+        local total = 2 * #corpus
+        worker = H.spawn({ "work", "--handlers=" .. HANDLERS, "--sleep=0.05", "--no-watch",
+            "--retry-after=30", "--timeout=10", "--memory-limit=256" })
+        -- every payload either ran or is in the failed store
+        pcall(H.wait_until, function()
+            return count(done_set()) + H.r("ZCARD", FAILED_INDEX) >= total
+                or worker:status() ~= nil
+        end, 45, "every payload to be handled")
+        done = done_set()
+        records, by_id = {}, {}
+        for _, id in ipairs(H.r("ZRANGE", FAILED_INDEX, 0, -1)) do
+            local rec = H.failed_record(id)
+            rec.id = id
+            records[rec.payload or ""] = rec
+            local ok, p = pcall(H.json.decode, rec.payload or "")
+            if ok and type(p) == "table" and type(p.id) == "string" then by_id[p.id] = rec end
+        end
+        log = worker:stdout() .. worker:stderr()
+    end)
+
+    teardown(function()
+        if worker then worker:stop() end
+    end)
+
+    it("has a corpus of at least 40 payloads", function()
+        assert.is_true(#corpus >= 40)
+    end)
+
+    for _, e in ipairs(corpus) do
+        if e.outcome == "failed" then
+            it("keeps " .. e.name .. " in the failed store, logging the job and '" .. e.log .. "'", function()
+                local rec = records[e.payload]
+                if e.released then
+                    rec = by_id[payload_id(e)]
+                    assert.are.equal(1, rec and H.json.decode(rec.payload).attempts)
+                end
+                assert(rec, "no failed record holds the payload of entry " .. e.n)
+                assert(rec.exception:find(e.problem, 1, true),
+                    "entry " .. e.n .. ": exception lacks '" .. e.problem .. "': " .. rec.exception)
+                local ref = e.by_record and rec.id or payload_id(e)
+                assert(line_with(log, ref, e.log), "entry " .. e.n .. ": no log line names " .. ref
+                    .. " and '" .. e.log .. "'")
+                assert.is_nil(done[tostring(e.n)])
+            end)
+        else
+            it("runs " .. e.name, function()
+                assert.are.equal(1, done[tostring(e.n)], "entry " .. e.n .. " did not run once")
+                assert.is_nil(records[e.payload])
+            end)
+        end
+    end
+
+    it("never runs a Lua file outside the handler directory", function()
+        assert.are.same({}, H.r("LRANGE", "hostile:evil", 0, -1))
+    end)
+
+    it("runs every good job pushed between the hostile ones", function()
+        for i = 1, #corpus do
+            assert.are.equal(1, done[tostring(GOOD + i)], "good job " .. i .. " did not run once")
+        end
+    end)
+
+    it("loses nothing: each payload ran or is in the failed store, and the queues and :reserved are empty", function()
+        local failed, completed = 0, 0
+        for _, e in ipairs(corpus) do
+            if e.outcome == "failed" then failed = failed + 1 else completed = completed + 1 end
+        end
+        assert.are.equal(failed, count(records))
+        assert.are.equal(completed + #corpus, count(done))
+        local list, delayed, reserved = H.keys()
+        assert.are.same({ 0, 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", delayed), H.r("ZCARD", reserved) })
+    end)
+
+    it("keeps running: no worker died but by a job's timeout, and a job pushed afterwards runs", function()
+        assert.is_nil(worker:status(), "the supervisor exited:\n" .. log)
+        assert.is_nil(log:match("was killed by signal"), log)
+        assert.is_nil(log:match("exited with status"), log)
+        assert.is_nil(log:match("internal error"), log)
+        H.push(corpus.good(9999))
+        H.wait_until(function() return done_set()["9999"] end, 10, "the job pushed afterwards")
+        worker:kill("TERM")
+        assert.are.equal(0, worker:wait(10))
+    end)
+end)
