@@ -107,8 +107,11 @@ static int collect_args(lua_State *L, int first, const char **argv, size_t *argv
     return n;
 }
 
+static void report_flush(struct host *h);
+
 static int yield_wait(lua_State *L)
 {
+    report_flush(host_of(L));
     lua_settop(L, 0);
     lua_pushlightuserdata(L, &wait_marker);
     return lua_yield(L, 1);
@@ -158,6 +161,61 @@ static int l_host_script(lua_State *L)
     if (redis_conn_script(c, sc, nkeys, argc, argv, argvlen, on_reply, h, err, sizeof err))
         return fail_now(L, err);
     return yield_wait(L);
+}
+
+static void on_sent(void *data, const redisReply *reply, const char *lost)
+{
+    struct host *h = data;
+    if (h->closing)
+        return;
+    if (!reply)
+        snprintf(h->send_error, sizeof h->send_error, "%s", lost);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        snprintf(h->send_error, sizeof h->send_error, "%.*s", (int)reply->len, reply->str);
+    else
+        return;
+    h->send_errors++;
+}
+
+/* host.send(conn, name, args...) -> true | false, message. Queues a command without
+ * waiting for its reply: it is written with the next command that waits, or by
+ * host.flush, and a later reply on conn means it was applied. An error reply or a
+ * lost connection is counted for host.send_errors. */
+static int l_host_send(lua_State *L)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = check_conn(L, h, 1);
+    luaL_checkstring(L, 2);
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int argc = collect_args(L, 2, argv, argvlen);
+    char err[512];
+    if (redis_conn_command(c, argc, argv, argvlen, on_sent, h, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* host.flush(conn): writes the commands queued on conn now (see redis_conn_flush). */
+static int l_host_flush(lua_State *L)
+{
+    struct host *h = host_of(L);
+    redis_conn_flush(check_conn(L, h, 1));
+    return 0;
+}
+
+/* host.send_errors() -> how many host.send commands failed since the last call
+ * (0 when none) and the last one's message; clears the count. */
+static int l_host_send_errors(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushinteger(L, h->send_errors);
+    lua_pushstring(L, h->send_error);
+    h->send_errors = 0;
+    return 2;
 }
 
 static void on_sleep_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -418,44 +476,110 @@ static int l_host_supervised(lua_State *L)
     return 1;
 }
 
-/* Appends a 4-byte length and s to a job frame being built in b. */
-static void push_part(luaL_Buffer *b, const char *s, size_t len)
+/* Frames for the supervisor wait in h->report and go out in one write when a job
+ * starts, when the process is about to wait (yield_wait) and with 'R' and 'X'. */
+static int report_reserve(struct host *h, size_t more)
 {
-    uint32_t n = (uint32_t)len;
-    luaL_addlstring(b, (const char *)&n, sizeof n);
-    luaL_addlstring(b, s, len);
+    if (h->report_len + more <= h->report_cap)
+        return 0;
+    size_t cap = h->report_cap ? h->report_cap : 4096;
+    while (cap < h->report_len + more)
+        cap *= 2;
+    char *p = realloc(h->report, cap);
+    if (!p)
+        return -1;
+    h->report = p;
+    h->report_cap = cap;
+    return 0;
 }
 
-/* host.report_start(timeout, queue, payload, reserved): tells the supervisor a job
- * started (see supervisor.h). timeout is in seconds, cut to 0..UINT32_MAX (it
- * comes from the payload). No-op when not supervised. */
+/* Starts a frame of type; report_add adds to its body, report_end sets its length. */
+static size_t report_begin(struct host *h, char type)
+{
+    size_t at = h->report_len;
+    if (report_reserve(h, 5))
+        return (size_t)-1;
+    memset(h->report + at, 0, 4);
+    h->report[at + 4] = type;
+    h->report_len += 5;
+    return at;
+}
+
+static void report_add(struct host *h, const void *p, size_t n)
+{
+    if (report_reserve(h, n) == 0) {
+        memcpy(h->report + h->report_len, p, n);
+        h->report_len += n;
+    }
+}
+
+static void report_add_part(struct host *h, const char *s, size_t len)
+{
+    uint32_t n = (uint32_t)len;
+    report_add(h, &n, 4);
+    report_add(h, s, len);
+}
+
+static void report_end(struct host *h, size_t at)
+{
+    if (at == (size_t)-1)
+        return;
+    uint32_t n = (uint32_t)(h->report_len - at - 4);
+    memcpy(h->report + at, &n, 4);
+}
+
+static void report_flush(struct host *h)
+{
+    if (h->report_len && h->supervisor_fd >= 0)
+        supervisor_write(h->supervisor_fd, h->report, h->report_len);
+    h->report_len = 0;
+}
+
+/* host.report_batch(queue, payload, reserved, ...): tells the supervisor the jobs
+ * one pop reserved (see supervisor.h), sent with the next frame that is written.
+ * No-op when not supervised. */
+static int l_host_report_batch(lua_State *L)
+{
+    struct host *h = host_of(L);
+    int n = lua_gettop(L);
+    luaL_checkstring(L, 1);
+    luaL_argcheck(L, n % 2 == 1, n, "expected payload and reserved copy pairs");
+    if (h->supervisor_fd < 0)
+        return 0;
+    size_t at = report_begin(h, 'B');
+    for (int i = 1; i <= n; i++) {
+        size_t len;
+        const char *s = luaL_checklstring(L, i, &len);
+        report_add_part(h, s, len);
+    }
+    report_end(h, at);
+    return 0;
+}
+
+/* host.report_start(timeout, index): tells the supervisor that job index (1-based)
+ * of the last host.report_batch started; writes the frames waiting. timeout is in
+ * seconds, cut to 0..UINT32_MAX (it comes from the payload). No-op when not
+ * supervised. */
 static int l_host_report_start(lua_State *L)
 {
     struct host *h = host_of(L);
     lua_Number seconds = luaL_checknumber(L, 1);
     uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
                                                                              : (uint32_t)seconds;
-    size_t qlen, plen, rlen;
-    const char *q = luaL_checklstring(L, 2, &qlen);
-    const char *p = luaL_checklstring(L, 3, &plen);
-    const char *r = luaL_checklstring(L, 4, &rlen);
+    uint32_t index = (uint32_t)luaL_checkinteger(L, 2) - 1;
     if (h->supervisor_fd < 0)
         return 0;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    luaL_addlstring(&b, (const char *)&timeout, sizeof timeout);
-    push_part(&b, q, qlen);
-    push_part(&b, p, plen);
-    push_part(&b, r, rlen);
-    luaL_pushresult(&b);
-    size_t len;
-    const char *frame = lua_tolstring(L, -1, &len);
-    supervisor_send(h->supervisor_fd, 'S', &frame, &len, 1);
+    size_t at = report_begin(h, 'S');
+    report_add(h, &timeout, 4);
+    report_add(h, &index, 4);
+    report_end(h, at);
+    report_flush(h);
     return 0;
 }
 
-/* host.report(type[, body]): sends a frame of that type ("E" job ended, "X"
- * exiting with body = reason) to the supervisor. No-op when not supervised. */
+/* host.report(type[, body]): a frame of that type for the supervisor: "E" job
+ * ended (sent with the next frame written), "R" ready and "X" exiting with body =
+ * reason (written at once, with any waiting). No-op when not supervised. */
 static int l_host_report(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -463,14 +587,20 @@ static int l_host_report(lua_State *L)
     const char *type = luaL_checklstring(L, 1, &tlen);
     const char *body = luaL_optlstring(L, 2, "", &len);
     luaL_argcheck(L, tlen == 1, 1, "expected one character");
-    if (h->supervisor_fd >= 0)
-        supervisor_send(h->supervisor_fd, type[0], &body, &len, 1);
+    if (h->supervisor_fd < 0)
+        return 0;
+    size_t at = report_begin(h, type[0]);
+    report_add(h, body, len);
+    report_end(h, at);
+    if (type[0] != 'E')
+        report_flush(h);
     return 0;
 }
 
-/* host.handover() -> timeout, queue, payload, reserved of the job the previous
- * process was killed for running past its timeout; nothing when there is none or
- * the process is not supervised. Reads the supervisor's first frame (blocking). */
+/* host.handover() -> a list of {kind, timeout, queue, payload, reserved} records
+ * (see supervisor.h: kind "T", "D" or "G"), what the previous process left; nil
+ * when it left nothing or the process is not supervised. Reads the supervisor's
+ * first frame (blocking). */
 static int l_host_handover(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -479,30 +609,48 @@ static int l_host_handover(lua_State *L)
     size_t len;
     if (h->supervisor_fd < 0 || supervisor_receive(h->supervisor_fd, &type, &body, &len))
         return 0;
-    int n = 0;
-    if (type == 'T' && len >= 4) {
+    if (type != 'H') {
+        free(body);
+        return 0;
+    }
+    static const char *const fields[] = {"queue", "payload", "reserved"};
+    lua_newtable(L);
+    size_t off = 0;
+    for (int n = 1; len - off >= 5; n++) {
+        char kind = body[off];
         uint32_t timeout;
-        memcpy(&timeout, body, 4);
+        memcpy(&timeout, body + off + 1, 4);
+        size_t at = off + 5;
+        lua_createtable(L, 0, 5);
+        lua_pushlstring(L, &kind, 1);
+        lua_setfield(L, -2, "kind");
         lua_pushnumber(L, timeout);
-        n = 1;
-        size_t off = 4;
-        while (n < 4 && len - off >= 4) {
+        lua_setfield(L, -2, "timeout");
+        int whole = 1;
+        for (int i = 0; i < 3 && whole; i++) {
             uint32_t plen;
-            memcpy(&plen, body + off, 4);
-            off += 4;
-            if (plen > len - off)
+            if (len - at < 4) {
+                whole = 0;
                 break;
-            lua_pushlstring(L, body + off, plen);
-            off += plen;
-            n++;
+            }
+            memcpy(&plen, body + at, 4);
+            if (plen > len - at - 4) {
+                whole = 0;
+                break;
+            }
+            lua_pushlstring(L, body + at + 4, plen);
+            lua_setfield(L, -2, fields[i]);
+            at += 4 + plen;
         }
-        if (n < 4) {
-            lua_pop(L, n);
-            n = 0;
+        if (!whole) {
+            lua_pop(L, 1);
+            break;
         }
+        lua_rawseti(L, -2, n);
+        off = at;
     }
     free(body);
-    return n;
+    return 1;
 }
 
 static void random_bytes(unsigned char *buf, size_t n)
@@ -581,6 +729,9 @@ static int l_host_describe(lua_State *L)
 static const luaL_Reg host_functions[] = {
     {"command", l_host_command},
     {"script", l_host_script},
+    {"send", l_host_send},
+    {"flush", l_host_flush},
+    {"send_errors", l_host_send_errors},
     {"sleep", l_host_sleep},
     {"wait_notify", l_host_wait_notify},
     {"subscribe_invalidations", l_host_subscribe_invalidations},
@@ -592,6 +743,7 @@ static const luaL_Reg host_functions[] = {
     {"microtime", l_host_microtime},
     {"signals", l_host_signals},
     {"supervised", l_host_supervised},
+    {"report_batch", l_host_report_batch},
     {"report_start", l_host_report_start},
     {"report", l_host_report},
     {"handover", l_host_handover},

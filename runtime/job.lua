@@ -81,7 +81,8 @@ function Job:is_released() return self._released end
 function Job:has_failed() return self._failed end
 function Job:is_deleted_or_released() return self._deleted or self._released end
 
--- Removes the job from the queue (ZREM of the reserved copy).
+-- Removes the job from the queue: ZREM of the reserved copy, written with the
+-- worker's next Redis command that waits (or host.flush), without a round trip.
 function Job:delete()
     self._deleted = true
     queue.delete_reserved(self._queue, self._reserved)

@@ -254,5 +254,7 @@ void host_close(struct host *h)
     if (h->L)
         lua_close(h->L);
     h->L = NULL;
+    free(h->report);
+    h->report = NULL;
     scripts_free(&h->scripts);
 }

@@ -36,6 +36,10 @@ struct host {
     volatile int paused;            /* USR2 arrived, CONT not yet */
     volatile int reload;            /* HUP arrived: end after the current job */
     int supervisor_fd;              /* socket to the supervisor, -1 when none */
+    int send_errors;                /* host.send replies that were errors, since read */
+    char send_error[600];           /* the last one */
+    char *report;                   /* frames for the supervisor not yet written */
+    size_t report_len, report_cap;
     int finished;                   /* the main coroutine returned or raised */
     int closing;                    /* replies no longer resume Lua */
     int exit_code;

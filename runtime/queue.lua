@@ -77,23 +77,40 @@ local function record_id()
     return string.format("%s%012x", id_prefix, id_count)
 end
 
--- Pops the next job of q, reserving it until now + retry_after. Returns the payload
--- and the reserved copy; nil when the list is empty; or nil, nil, message when the
--- payload was unusable (it was moved to the failed store, see scripts/pop.lua).
-function M.pop(q, now, retry_after, connection_name, failed_at)
+-- Pops up to count (default 1) jobs of q, reserving each until now + retry_after.
+-- Returns a list of {payload, reserved copy} pairs in queue order (empty when the
+-- list is empty); after them, when the pop stopped at an unusable payload (moved
+-- to the failed store, see scripts/pop.lua), its message and record id.
+function M.pop(q, now, retry_after, connection_name, failed_at, count)
     local list, _, reserved, notify = M.keys(q)
     local id = record_id()
     local r = redis.script("queue", "pop",
         { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
-        { now + retry_after, id, connection_name, q, now, failed_at })
-    if r[1] then return r[1], r[2] end
-    if r[3] then return nil, nil, r[3], id end
-    return nil
+        { now + retry_after, id, connection_name, q, now, failed_at, count or 1 })
+    local taken = {}
+    for i = 1, #r - 1, 2 do
+        if r[i] then taken[#taken + 1] = { r[i], r[i + 1] } end
+    end
+    if #r % 2 == 1 then return taken, r[#r], id end
+    return taken
 end
 
+-- Gives jobs popped but not started ({payload, reserved copy} pairs, in pop
+-- order) back to the head of q (scripts/unreserve.lua). Returns how many went back.
+function M.unreserve(q, jobs)
+    local list, _, reserved, notify = M.keys(q)
+    local args = {}
+    for i, job in ipairs(jobs) do
+        args[2 * i - 1], args[2 * i] = job[1], job[2]
+    end
+    return redis.script("queue", "unreserve", { list, reserved, notify }, args)
+end
+
+-- Deletes a job (ZREM of its reserved copy) without waiting: the command goes out
+-- with the next one that waits (see redis.send).
 function M.delete_reserved(q, reserved_copy)
     local _, _, reserved = M.keys(q)
-    return redis.call("queue", "ZREM", reserved, reserved_copy)
+    redis.send("queue", "ZREM", reserved, reserved_copy)
 end
 
 function M.release(q, reserved_copy, available_at)

@@ -25,6 +25,13 @@ function M.call(conn, ...)
     return value
 end
 
+-- send(conn, "CMD", args...): queues a command without waiting for its reply (see
+-- host.send); raises a RedisError when it cannot even be queued.
+function M.send(conn, ...)
+    local ok, message = host.send(conn, ...)
+    if not ok then raise(message, "connection") end
+end
+
 -- script(conn, name, keys, args) -> the reply; raises a RedisError. The script is
 -- scripts/<name>.lua, called with EVALSHA.
 function M.script(conn, name, keys, args)

@@ -225,6 +225,12 @@ int redis_conn_subscribe(struct redis_conn *c, int argc, const char **argv, cons
     return 0;
 }
 
+void redis_conn_flush(struct redis_conn *c)
+{
+    if (c->ac && (c->ac->c.flags & REDIS_CONNECTED))
+        redisAsyncHandleWrite(c->ac);
+}
+
 unsigned long redis_conn_connects(const struct redis_conn *c)
 {
     return c->connects;

@@ -48,6 +48,10 @@ int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, 
                       const char **argv, const size_t *argvlen,
                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
 
+/* Writes the commands queued on c now, as far as the socket takes them, instead of
+ * when the loop next runs. */
+void redis_conn_flush(struct redis_conn *c);
+
 /* "host:port/db", for messages (never the password). */
 const char *redis_conn_describe(const struct redis_conn *c);
 

@@ -38,9 +38,12 @@ struct worker {
     double backoff;          /* seconds before the next start after a failed one */
     char *in;                /* bytes read, not yet a whole frame */
     size_t in_len, in_cap;
-    char *job;               /* job frame of the running job, or NULL */
-    size_t job_len;
-    char *handover;          /* job frame to give the next process (timed out) */
+    char *batch;             /* body of its last 'B' frame, or NULL */
+    size_t batch_len;
+    int last_started;        /* index in batch of the job started last, -1 for none */
+    int running;             /* that job has not ended */
+    uint32_t timeout;        /* its timeout */
+    char *handover;          /* the 'H' body for the next process, or NULL */
     size_t handover_len;
     int timed_out;           /* killed for its job's timeout */
     char reason[32];         /* from its 'X' frame */
@@ -103,6 +106,11 @@ static int read_all(int fd, char *p, size_t n)
     return 0;
 }
 
+int supervisor_write(int fd, const char *buf, size_t len)
+{
+    return write_all(fd, buf, len);
+}
+
 int supervisor_send(int fd, char type, const char *const *parts, const size_t *lens, int nparts)
 {
     uint32_t len = 1;
@@ -150,13 +158,77 @@ static void on_respawn(struct ev_loop *loop, ev_timer *t, int revents)
     spawn(t->data);
 }
 
-/* The job frame's timeout (its first 4 bytes). */
-static uint32_t job_timeout(const char *frame, size_t len)
+/* Reads a part (4-byte length, bytes) at *off of body[0..len); returns 0 and moves
+ * *off past it, or -1 when it is cut short. */
+static int next_part(const char *body, size_t len, size_t *off, const char **p, uint32_t *n)
 {
-    uint32_t t = 0;
-    if (len >= 4)
-        memcpy(&t, frame, 4);
-    return t;
+    if (len - *off < 4)
+        return -1;
+    memcpy(n, body + *off, 4);
+    if (*n > len - *off - 4)
+        return -1;
+    *p = body + *off + 4;
+    *off += 4 + *n;
+    return 0;
+}
+
+/* Appends a handover record (see supervisor.h) to w->handover. */
+static void add_handover(struct worker *w, char kind, uint32_t timeout, const char *q, uint32_t qlen,
+                         const char *payload, uint32_t plen, const char *reserved, uint32_t rlen)
+{
+    size_t need = w->handover_len + 1 + 4 + 12 + qlen + plen + rlen;
+    char *h = realloc(w->handover, need);
+    if (!h)
+        return;
+    char *p = h + w->handover_len;
+    *p++ = kind;
+    memcpy(p, &timeout, 4);
+    p += 4;
+    const char *parts[3] = {q, payload, reserved};
+    const uint32_t lens[3] = {qlen, plen, rlen};
+    for (int i = 0; i < 3; i++) {
+        memcpy(p, &lens[i], 4);
+        memcpy(p + 4, parts[i], lens[i]);
+        p += 4 + lens[i];
+    }
+    w->handover = h;
+    w->handover_len = need;
+}
+
+/* Builds w->handover from the batch of a worker that ended without settling it:
+ * the timed-out job, the ended ones (their deletes may be unsent), those not
+ * started. A job that was running when it ended otherwise stays reserved, as
+ * PHP's would. Returns how many jobs it hands over. */
+static int build_handover(struct worker *w)
+{
+    const char *q, *payload, *reserved;
+    uint32_t qlen, plen, rlen;
+    size_t off = 0;
+    int count = 0;
+    if (!w->batch || next_part(w->batch, w->batch_len, &off, &q, &qlen))
+        return 0;
+    for (int i = 0; next_part(w->batch, w->batch_len, &off, &payload, &plen) == 0 &&
+                    next_part(w->batch, w->batch_len, &off, &reserved, &rlen) == 0;
+         i++) {
+        char kind = i > w->last_started                ? 'G'
+                    : i < w->last_started || !w->running ? 'D'
+                    : w->timed_out                  ? 'T'
+                                                    : 0;
+        if (!kind)
+            continue;
+        add_handover(w, kind, kind == 'T' ? w->timeout : 0, q, qlen, payload, plen, reserved, rlen);
+        count++;
+    }
+    return count;
+}
+
+static void clear_batch(struct worker *w)
+{
+    free(w->batch);
+    w->batch = NULL;
+    w->batch_len = 0;
+    w->last_started = -1;
+    w->running = 0;
 }
 
 static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
@@ -164,10 +236,10 @@ static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
     (void)loop;
     (void)revents;
     struct worker *w = t->data;
-    if (!w->pid || !w->job)
+    if (!w->pid || !w->running)
         return;
     say("worker %d (pid %d): job timed out after %us; ending the process", w->index, (int)w->pid,
-        job_timeout(w->job, w->job_len));
+        w->timeout);
     w->timed_out = 1;
     kill(w->pid, SIGKILL);
 }
@@ -176,14 +248,25 @@ static void on_frame(struct worker *w, char type, const char *body, size_t len)
 {
     struct supervisor *s = w->sup;
     switch (type) {
-    case 'S': {
-        free(w->job);
-        w->job = malloc(len ? len : 1);
-        if (!w->job)
+    case 'B': {
+        char *batch = malloc(len ? len : 1);
+        if (!batch)
             return;
-        memcpy(w->job, body, len);
-        w->job_len = len;
-        uint32_t timeout = job_timeout(body, len);
+        memcpy(batch, body, len);
+        clear_batch(w);
+        w->batch = batch;
+        w->batch_len = len;
+        break;
+    }
+    case 'S': {
+        uint32_t timeout = 0, index = 0;
+        if (len >= 8) {
+            memcpy(&timeout, body, 4);
+            memcpy(&index, body + 4, 4);
+        }
+        w->last_started = (int)index;
+        w->running = 1;
+        w->timeout = timeout;
         ev_timer_stop(s->loop, &w->deadline);
         if (timeout > 0) {
             ev_timer_set(&w->deadline, timeout, 0.);
@@ -193,8 +276,7 @@ static void on_frame(struct worker *w, char type, const char *body, size_t len)
     }
     case 'E':
         ev_timer_stop(s->loop, &w->deadline);
-        free(w->job);
-        w->job = NULL;
+        w->running = 0;
         break;
     case 'R':
         w->ready = 1;
@@ -289,22 +371,23 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     w->pid = 0;
     w->in_len = 0;
 
-    if (w->timed_out) {
-        /* the next process gets the job, to fail it or leave it reserved */
-        free(w->handover);
-        w->handover = w->job;
-        w->handover_len = w->job_len;
-        w->job = NULL;
-        w->timed_out = 0;
-        if (!s->stopping) {
-            spawn(w);
-            return;
-        }
-    }
-    free(w->job);
-    w->job = NULL;
-
     int clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12);
+    int timed_out = w->timed_out;
+    free(w->handover);
+    w->handover = NULL;
+    w->handover_len = 0;
+    int handed = clean ? 0 : build_handover(w);
+    clear_batch(w);
+    w->timed_out = 0;
+    if (handed && s->stopping)
+        say("worker %d (pid %d) ended with %d jobs reserved and no process to take them over: "
+            "they come back after retry_after", w->index, (int)pid, handed);
+    if (timed_out && !s->stopping) {
+        /* the next process gets the job, to fail it or leave it reserved */
+        spawn(w);
+        return;
+    }
+
     if (!clean) {
         if (WIFSIGNALED(status))
             say("worker %d (pid %d) was killed by signal %d (%s)", w->index, (int)pid,
@@ -389,15 +472,16 @@ static void spawn(struct worker *w)
     w->in_len = 0;
     fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK);
 
-    /* its first frame: the job the previous process timed out on, if any */
+    /* its first frame: what the previous process left, if anything */
     const char *part = w->handover ? w->handover : "";
     size_t len = w->handover ? w->handover_len : 0;
     int flags = fcntl(w->fd, F_GETFL);
     fcntl(w->fd, F_SETFL, flags & ~O_NONBLOCK);
-    supervisor_send(w->fd, w->handover ? 'T' : 'N', &part, &len, 1);
+    supervisor_send(w->fd, w->handover ? 'H' : 'N', &part, &len, 1);
     fcntl(w->fd, F_SETFL, flags);
     free(w->handover);
     w->handover = NULL;
+    w->handover_len = 0;
 
     ev_io_init(&w->io, on_readable, w->fd, EV_READ);
     w->io.data = w;
@@ -488,6 +572,7 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
         w->sup = &s;
         w->index = i + 1;
         w->fd = -1;
+        w->last_started = -1;
         ev_timer_init(&w->deadline, on_deadline, 0., 0.);
         w->deadline.data = w;
         ev_timer_init(&w->respawn, on_respawn, 0., 0.);
@@ -500,7 +585,7 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
     handler_watch_stop(s.watch);
     for (int i = 0; i < processes; i++) {
         free(s.workers[i].in);
-        free(s.workers[i].job);
+        free(s.workers[i].batch);
         free(s.workers[i].handover);
     }
     free(s.workers);

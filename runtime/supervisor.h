@@ -9,17 +9,25 @@
  * handler_watch.
  *
  * The messages on the socket pair are frames: a 4-byte length (host order) of
- * what follows, a type byte, then the body.
+ * what follows, a type byte, then the body. A part is a 4-byte length and its bytes.
  *   worker -> supervisor  'R' ready: handlers loaded (a worker that ends before
  *                         this failed to start, and is started again after a delay)
- *                         'S' job started: body is the job frame (below)
- *                         'E' job ended (empty body)
+ *                         'B' jobs reserved by one pop: the queue, then each job's
+ *                         payload and reserved copy, as parts
+ *                         'S' job started: timeout seconds (4 bytes, 0 = none) and
+ *                         the job's 0-based index in the last 'B' (4 bytes); the
+ *                         job started before it, if any, has ended
+ *                         'E' the started job ended (empty body)
  *                         'X' exiting: body is the stop reason ("max_jobs"...)
- *   supervisor -> worker  'T' a job that timed out in the previous process: the
- *                         job frame; sent first, before the worker's loop starts
- *                         'N' no such job
- * A job frame is: timeout seconds (4 bytes), then queue, payload, reserved copy,
- * each as a 4-byte length and its bytes. */
+ *   supervisor -> worker  'H' what the previous process left (sent first, before
+ *                         the worker's loop starts): records of a kind byte, a
+ *                         timeout (4 bytes), then queue, payload and reserved copy
+ *                         as parts. Kinds: 'T' the job it was killed for running
+ *                         past its timeout; 'D' a job that ended, whose delete may
+ *                         not have reached Redis; 'G' a job reserved but not started
+ *                         (to give back to the queue)
+ *                         'N' nothing
+ * A process that exits with status 0 or 12 has settled its jobs itself. */
 #ifndef LUAWORKER_SUPERVISOR_H
 #define LUAWORKER_SUPERVISOR_H
 
@@ -37,6 +45,10 @@ int supervisor_run(char **argv, int processes, const char *watch_dir);
 /* Worker side: writes one frame (type, then body parts concatenated) to fd,
  * blocking until it is written. Returns 0 or -1. */
 int supervisor_send(int fd, char type, const char *const *parts, const size_t *lens, int nparts);
+
+/* Worker side: writes len bytes of ready frames to fd, blocking until written.
+ * Returns 0 or -1. */
+int supervisor_write(int fd, const char *buf, size_t len);
 
 /* Worker side: reads one frame from fd (blocking). On success returns 0 and sets
  * *type and *body (malloc'd, caller frees; *len its length). Returns -1 on EOF or

@@ -21,6 +21,9 @@ local M = {}
 -- Exit statuses, as queue:work's.
 local EXIT_OK, EXIT_MEMORY = 0, 12
 
+-- Seconds a job reserved ahead may wait for its turn (see take_ahead).
+local HOLD = 1
+
 local MAX_ATTEMPTS_EXCEPTION = "Illuminate\\Queue\\MaxAttemptsExceededException"
 
 local worker = {}     -- passed to jobs: fail, connection_name
@@ -361,8 +364,12 @@ local function process(job)
     end
     -- the supervisor ends this process if the job runs past its timeout
     local timeout = tonumber(job:timeout()) or options.timeout
-    local watched = host.supervised() and timeout > 0
-    if watched then host.report_start(timeout, job:queue(), job:raw_body(), job:reserved_body()) end
+    host.report_start(timeout, job.batch_index)
+    if timeout <= 0 or timeout + HOLD >= options.retry_after then
+        -- the deletes of the jobs before it must not wait for a job that may run
+        -- past their reservations (see take_ahead)
+        host.flush("queue")
+    end
     local ok, err, trace = task.run(function()
         output.job("starting", job)
         fire("before", job)
@@ -380,7 +387,7 @@ local function process(job)
         end
     end
     fire_safely("attempted", job, nil, { exception_occurred = not ok })
-    if watched then host.report("E") end
+    host.report("E")
 end
 
 -- Worker::registerTimeoutHandler's decisions, for a job whose previous process was
@@ -435,29 +442,6 @@ end
 -- the failed store (logged) and the next one is popped.
 local migrated_at = {}  -- queue -> the Unix second its due jobs were last moved
 
-local function pop(q)
-    local now = host.now()
-    -- scores are whole seconds: moving due jobs once per second per queue moves
-    -- what moving them before every pop would, at most a second later
-    if migrated_at[q] ~= now then
-        queue.migrate(q, now, options.migration_batch_size)
-        migrated_at[q] = now
-    end
-    for _ = 1, 1000 do
-        now = host.now()
-        local raw, reserved, problem, record_id = queue.pop(q, now, options.retry_after,
-            worker.connection_name, os.date("%Y-%m-%d %H:%M:%S", now))
-        if raw then return raw, reserved end
-        if not problem then
-            return nil
-        else
-            output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
-                q, problem, record_id))
-        end
-    end
-    return nil
-end
-
 -- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
 -- holds a true value (PHP-serialized) while the queue is paused.
 local function queue_paused(q)
@@ -467,30 +451,117 @@ local function queue_paused(q)
     return v ~= nil and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
 end
 
--- Worker::getNextJob: the first queue in --queue order that is not paused and has
--- a job wins.
-local function get_next_job(queues)
-    local ok, result = task.run(function()
-        fire("popping", nil, nil, { queue = options.queue_list })
-        for index, q in ipairs(queues) do
-            local raw, reserved
-            if not queue_paused(q) then raw, reserved = pop(q) end
-            if raw then
-                -- The pop script decoded the same bytes, so this only fails where
-                -- this cjson is stricter than Redis' (the job is then failed).
-                local decoded, payload = pcall(decode, raw)
-                local problem
-                if not decoded or type(payload) ~= "table" then
-                    problem = decoded and "not a JSON object" or tostring(payload)
-                    payload = { attempts = 0 }
-                end
-                local job = jobs.new(worker, q, raw, reserved, payload)
-                job.undecodable = problem
-                fire("popped", job)
-                return job
+-- Reports deletes sent ahead (job:delete) that Redis refused or never got.
+local function report_send_errors()
+    local n, message = host.send_errors()
+    if n > 0 then
+        output.error(string.format("%d job delete(s) did not reach Redis (%s): those jobs run "
+            .. "again after retry_after", n, message))
+    end
+end
+
+local function pop(q, count)
+    local now = host.now()
+    -- scores are whole seconds: moving due jobs once per second per queue moves
+    -- what moving them before every pop would, at most a second later
+    if migrated_at[q] ~= now then
+        queue.migrate(q, now, options.migration_batch_size)
+        migrated_at[q] = now
+    end
+    for _ = 1, 1000 do
+        now = host.now()
+        local taken, problem, record_id = queue.pop(q, now, options.retry_after,
+            worker.connection_name, os.date("%Y-%m-%d %H:%M:%S", now), count)
+        report_send_errors()
+        if problem then
+            output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
+                q, problem, record_id))
+        end
+        if #taken > 0 or not problem then return taken end
+    end
+    return {}
+end
+
+-- Jobs reserved ahead. When handlers are fast, one pop takes several jobs (each
+-- reserved as by its own Laravel pop) that then run in order: up to BATCH_MAX, as
+-- many as the last batch ran in BATCH_BUDGET seconds. The supervisor is told of
+-- each batch, so the jobs of a process that dies are settled by the next one
+-- (supervisor.h). Jobs held longer than HOLD seconds, or when the worker stops or
+-- pauses, go back to the head of their queue as they were (scripts/unreserve.lua).
+local BATCH_MAX, BATCH_BUDGET = 32, 0.05
+local ahead = { q = nil, jobs = {}, next = 1, at = 0 }
+local batch_size = 1
+
+local function give_back()
+    if ahead.next > #ahead.jobs then return end
+    local q, rest = ahead.q, {}
+    for i = ahead.next, #ahead.jobs do rest[#rest + 1] = ahead.jobs[i] end
+    ahead.jobs, ahead.next = {}, 1
+    batch_size = 1
+    host.report_batch(q)  -- no jobs ahead, before they go back
+    queue.unreserve(q, rest)
+end
+
+-- The next job reserved ahead and its index in the batch, or nil.
+local function take_ahead()
+    if ahead.next > #ahead.jobs then return nil end
+    if host.clock() - ahead.at > HOLD then
+        give_back()
+        return nil
+    end
+    local index = ahead.next
+    ahead.next = index + 1
+    return ahead.jobs[index], index
+end
+
+-- Pops a batch of up to limit jobs from the first queue that has one.
+local function pop_batch(queues, limit)
+    if #ahead.jobs > 0 then
+        local per_job = (host.clock() - ahead.at) / #ahead.jobs
+        batch_size = math.max(1, math.min(BATCH_MAX, math.floor(BATCH_BUDGET / math.max(per_job, 1e-6))))
+    end
+    ahead.jobs, ahead.next = {}, 1
+    for _, q in ipairs(queues) do
+        if not queue_paused(q) then
+            local taken = pop(q, math.min(batch_size, limit))
+            if #taken > 0 then
+                ahead.q, ahead.jobs, ahead.next, ahead.at = q, taken, 2, host.clock()
+                local flat = {}
+                for i, job in ipairs(taken) do flat[2 * i - 1], flat[2 * i] = job[1], job[2] end
+                host.report_batch(q, unpack(flat))
+                return taken[1], 1
             end
         end
-        return nil
+    end
+    return nil
+end
+
+-- Worker::getNextJob: the first queue in --queue order that is not paused and has
+-- a job wins (a job reserved ahead first). limit: the most jobs to reserve.
+local function get_next_job(queues, limit)
+    local ok, result = task.run(function()
+        fire("popping", nil, nil, { queue = options.queue_list })
+        local q = ahead.q
+        local taken, index = take_ahead()
+        if not taken then
+            taken, index = pop_batch(queues, limit)
+            q = ahead.q
+        end
+        if not taken then return nil end
+        local raw, reserved = taken[1], taken[2]
+        -- The pop script decoded the same bytes, so this only fails where this
+        -- cjson is stricter than Redis' (the job is then failed).
+        local decoded, payload = pcall(decode, raw)
+        local problem
+        if not decoded or type(payload) ~= "table" then
+            problem = decoded and "not a JSON object" or tostring(payload)
+            payload = { attempts = 0 }
+        end
+        local job = jobs.new(worker, q, raw, reserved, payload)
+        job.undecodable = problem
+        job.batch_index = index
+        fire("popped", job)
+        return job
     end)
     if not ok then
         report_redis_error(result)
@@ -623,10 +694,62 @@ local function down_for_maintenance()
     return f ~= nil
 end
 
+-- Before the worker waits without working or exits: the jobs reserved ahead go
+-- back and, with exit, a round trip makes sure the deletes sent ahead arrived.
+local function settle(exiting)
+    local ok, err = task.run(function()
+        give_back()
+        if exiting then redis.call("queue", "PING") end
+    end)
+    if not ok then
+        output.error("could not give back the jobs reserved ahead, which come back after "
+            .. "retry_after: " .. tostring(redis.is_error(err) and err.message or err))
+    end
+    report_send_errors()
+end
+
 local function stop(status, reason)
+    settle(true)
     fire_safely("stopping", nil, nil, { status = status, reason = reason })
     host.report("X", reason)
     return status
+end
+
+-- Settles what the previous process of this slot left (host.handover): the job it
+-- was killed for (Laravel's timeout rules), deletes it may not have sent, jobs it
+-- reserved but did not start (given back).
+local function take_over(records)
+    local given, deleted = 0, 0
+    local ok, err = task.run(function()
+        local i = 1
+        while i <= #records do
+            local r = records[i]
+            if r.kind == "T" then
+                handle_timed_out_job(r.timeout, r.queue, r.payload, r.reserved)
+                i = i + 1
+            elseif r.kind == "D" then
+                queue.delete_reserved(r.queue, r.reserved)
+                deleted = deleted + 1
+                i = i + 1
+            else
+                local run = {}
+                while records[i] and records[i].kind == "G" and records[i].queue == r.queue do
+                    run[#run + 1] = { records[i].payload, records[i].reserved }
+                    i = i + 1
+                end
+                given = given + queue.unreserve(r.queue, run)
+            end
+        end
+        redis.call("queue", "PING")
+    end)
+    if not ok then
+        output.error("could not settle the jobs the previous process left, which come back "
+            .. "after retry_after: " .. tostring(redis.is_error(err) and err.message or err))
+    elseif given + deleted > 0 then
+        output.error(string.format("the previous process left jobs reserved ahead: %d given "
+            .. "back to the queue, %d finished (deleted again)", given, deleted))
+    end
+    report_send_errors()
 end
 
 local function prepare(cli, cfg)
@@ -667,8 +790,8 @@ function M.run(cli, cfg)
     end
 
     host.report("R")
-    local timed_out = { host.handover() }
-    if timed_out[1] then handle_timed_out_job(unpack(timed_out, 1, 4)) end
+    local left = host.handover()
+    if left then take_over(left) end
 
     local restart_ok, restart_at_start = task.run(last_restart)
     if not restart_ok then restart_at_start = nil end
@@ -679,8 +802,9 @@ function M.run(cli, cfg)
             host.sleep(options.sleep)
             return EXIT_OK
         end
-        local job = get_next_job(queues)
+        local job = get_next_job(queues, 1)
         if job then process(job) else host.sleep(options.sleep) end
+        settle(true)
         return EXIT_OK
     end
 
@@ -688,11 +812,13 @@ function M.run(cli, cfg)
     while true do
         local _, paused = host.signals()
         if down_for_maintenance() or paused or fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
+            settle(false)
             host.sleep(options.sleep > 0 and options.sleep or 1)
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
             if status then return stop(status, reason) end
         else
-            local job = get_next_job(queues)
+            local job = get_next_job(queues,
+                options.max_jobs > 0 and options.max_jobs - jobs_processed or BATCH_MAX)
             if job then
                 jobs_processed = jobs_processed + 1
                 process(job)

@@ -22,6 +22,10 @@ return {
             for _ = 1, 60 do
                 hoard[#hoard + 1] = string.rep("x", 1048568) .. string.format("%08d", #hoard)
             end
+        elseif command.action == "stop" then
+            -- TERM to the supervisor (this process's parent)
+            local stat = io.open("/proc/self/stat"):read("*a")
+            os.execute("kill -TERM " .. stat:match("^%d+ %b() %S+ (%d+)"))
         elseif command.action == "slow" then
             luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
             luaworker.redis("RPUSH", "spec:finished", job:id())
@@ -157,6 +161,90 @@ describe("luaworker work's supervisor", function()
         H.push(p)
         H.wait_until(function() return H.r("LLEN", "spec:failing") == 1 end, 5, "the job to fail")
         assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException", H.failed_record(p.uuid).exception)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("reserves fast jobs in batches: each as by its own pop, in far fewer pops than jobs", function()
+        local pushed = {}
+        for i = 1, 200 do
+            pushed[i] = spec_job("ok", { id = "b" .. i })
+            H.push(pushed[i])
+        end
+        H.r("CONFIG", "RESETSTAT")
+        local w = start()
+        H.wait_until(function() return #ran() == 200 end, 20, "the 200 jobs")
+        local stats = H.r("INFO", "commandstats")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+        local runs = ran()
+        for i = 1, 200 do
+            assert.are.same({ "b" .. i, 1 }, { runs[i].id, runs[i].attempts })
+        end
+        -- one reservation (ZADD) per job, but far fewer script calls than jobs
+        assert.are.equal(200, tonumber(stats:match("cmdstat_zadd:calls=(%d+)")))
+        local evalsha = tonumber(stats:match("cmdstat_evalsha:calls=(%d+)"))
+        assert.is_true(evalsha < 100, evalsha .. " script calls for 200 jobs")
+        local list, _, reserved = H.keys()
+        assert.are.same({ 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", reserved) })
+    end)
+
+    it("gives the jobs reserved ahead back to the queue, as they were and in order, when it stops", function()
+        local pushed = {}
+        for i = 1, 30 do
+            pushed[i] = spec_job(i == 5 and "stop" or "ok", { id = "g" .. i })
+            H.push(pushed[i])
+        end
+        local w = start()
+        assert.are.equal(0, w:wait(10))
+        -- the worker may start one more job before the supervisor's TERM reaches it
+        local n = #ran()
+        assert.is_true(n == 5 or n == 6, n .. " jobs ran")
+        local list, _, reserved, notify = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        local left = H.r("LRANGE", list, 0, -1)
+        assert.are.equal(30 - n, #left)
+        for i, raw in ipairs(left) do
+            assert.are.same(pushed[i + n], cjson.decode(raw))
+        end
+        assert.are.equal(30 - n, H.r("LLEN", notify))
+    end)
+
+    it("gives back the jobs reserved ahead after a job that held them over a second", function()
+        H.r("SET", "spec:slow", "1.5")
+        for i = 1, 20 do H.push(spec_job(i == 3 and "slow" or "ok", { id = "h" .. i })) end
+        H.r("CONFIG", "RESETSTAT")
+        local w = start()
+        H.wait_until(function() return #ran() == 20 end, 15, "the 20 jobs")
+        local stats = H.r("INFO", "commandstats")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+        for i, r in ipairs(ran()) do assert.are.same({ "h" .. i, 1 }, { r.id, r.attempts }) end
+        -- the give-back script puts them at the head of the list (LPUSH)
+        assert.is_truthy(stats:match("cmdstat_lpush:calls=%d+"))
+    end)
+
+    it("has the next process give back the jobs a killed one reserved ahead and did not start", function()
+        -- a first pop takes k0, the second k1 and more (as many as ran in 50 ms at
+        -- k0's pace); k2 runs past its timeout and fails (one try)
+        H.push(spec_job("ok", { id = "k0" }))
+        for i = 1, 20 do
+            H.push(spec_job(i == 2 and "spin" or "ok", { id = "k" .. i, timeout = i == 2 and 1 or nil,
+                maxTries = i == 2 and 1 or nil }))
+        end
+        local w = start({ "--retry-after=60", "--timeout=30" })
+        H.wait_until(function() return #ran() == 21 end, 10, "every job of the killed process's batch")
+        local ids = {}
+        for _, r in ipairs(ran()) do ids[#ids + 1] = r.id end
+        local expect = {}
+        for i = 0, 20 do expect[#expect + 1] = "k" .. i end
+        assert.are.same(expect, ids)
+        H.wait_until(function() return H.r("LLEN", "spec:failing") == 1 end, 5, "k2 to fail")
+        local list, _, reserved = H.keys()
+        H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 5, "no reservation left")
+        assert.are.equal(0, H.r("LLEN", list))
+        assert.matches("the previous process left jobs reserved ahead: %d+ given back to the "
+            .. "queue, 1 finished %(deleted again%)", w:stderr())
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)
