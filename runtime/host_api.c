@@ -107,11 +107,8 @@ static int collect_args(lua_State *L, int first, const char **argv, size_t *argv
     return n;
 }
 
-static void report_flush(struct host *h);
-
 static int yield_wait(lua_State *L)
 {
-    report_flush(host_of(L));
     lua_settop(L, 0);
     lua_pushlightuserdata(L, &wait_marker);
     return lua_yield(L, 1);
@@ -476,68 +473,9 @@ static int l_host_supervised(lua_State *L)
     return 1;
 }
 
-/* Frames for the supervisor wait in h->report and go out in one write when a job
- * starts, when the process is about to wait (yield_wait) and with 'R' and 'X'. */
-static int report_reserve(struct host *h, size_t more)
-{
-    if (h->report_len + more <= h->report_cap)
-        return 0;
-    size_t cap = h->report_cap ? h->report_cap : 4096;
-    while (cap < h->report_len + more)
-        cap *= 2;
-    char *p = realloc(h->report, cap);
-    if (!p)
-        return -1;
-    h->report = p;
-    h->report_cap = cap;
-    return 0;
-}
-
-/* Starts a frame of type; report_add adds to its body, report_end sets its length. */
-static size_t report_begin(struct host *h, char type)
-{
-    size_t at = h->report_len;
-    if (report_reserve(h, 5))
-        return (size_t)-1;
-    memset(h->report + at, 0, 4);
-    h->report[at + 4] = type;
-    h->report_len += 5;
-    return at;
-}
-
-static void report_add(struct host *h, const void *p, size_t n)
-{
-    if (report_reserve(h, n) == 0) {
-        memcpy(h->report + h->report_len, p, n);
-        h->report_len += n;
-    }
-}
-
-static void report_add_part(struct host *h, const char *s, size_t len)
-{
-    uint32_t n = (uint32_t)len;
-    report_add(h, &n, 4);
-    report_add(h, s, len);
-}
-
-static void report_end(struct host *h, size_t at)
-{
-    if (at == (size_t)-1)
-        return;
-    uint32_t n = (uint32_t)(h->report_len - at - 4);
-    memcpy(h->report + at, &n, 4);
-}
-
-static void report_flush(struct host *h)
-{
-    if (h->report_len && h->supervisor_fd >= 0)
-        supervisor_write(h->supervisor_fd, h->report, h->report_len);
-    h->report_len = 0;
-}
-
 /* host.report_batch(queue, payload, reserved, ...): tells the supervisor the jobs
- * one pop reserved (see supervisor.h), sent with the next frame that is written.
- * No-op when not supervised. */
+ * one pop reserved (a 'B' frame, see supervisor.h); the jobs of the batch are then
+ * numbered from 1 in host.report_start. No-op when not supervised. */
 static int l_host_report_batch(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -546,20 +484,28 @@ static int l_host_report_batch(lua_State *L)
     luaL_argcheck(L, n % 2 == 1, n, "expected payload and reserved copy pairs");
     if (h->supervisor_fd < 0)
         return 0;
-    size_t at = report_begin(h, 'B');
+    h->batch++;  /* from 1: a zeroed slot names no batch */
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, (const char *)&h->batch, 4);
     for (int i = 1; i <= n; i++) {
         size_t len;
-        const char *s = luaL_checklstring(L, i, &len);
-        report_add_part(h, s, len);
+        const char *s = lua_tolstring(L, i, &len);
+        uint32_t n32 = (uint32_t)len;
+        luaL_addlstring(&b, (const char *)&n32, 4);
+        luaL_addlstring(&b, s, len);
     }
-    report_end(h, at);
+    luaL_pushresult(&b);
+    size_t len;
+    const char *frame = lua_tolstring(L, -1, &len);
+    supervisor_send(h->supervisor_fd, 'B', &frame, &len, 1);
     return 0;
 }
 
-/* host.report_start(timeout, index): tells the supervisor that job index (1-based)
- * of the last host.report_batch started; writes the frames waiting. timeout is in
- * seconds, cut to 0..UINT32_MAX (it comes from the payload). No-op when not
- * supervised. */
+/* host.report_start(timeout, index): job index (from 1) of the last
+ * host.report_batch started; the supervisor ends the process when it runs past
+ * timeout seconds (cut to 0..UINT32_MAX, it comes from the payload; 0 = none).
+ * No system call. No-op when not supervised. */
 static int l_host_report_start(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -567,19 +513,23 @@ static int l_host_report_start(lua_State *L)
     uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
                                                                              : (uint32_t)seconds;
     uint32_t index = (uint32_t)luaL_checkinteger(L, 2) - 1;
-    if (h->supervisor_fd < 0)
-        return 0;
-    size_t at = report_begin(h, 'S');
-    report_add(h, &timeout, 4);
-    report_add(h, &index, 4);
-    report_end(h, at);
-    report_flush(h);
+    if (h->slot)
+        supervisor_slot_set(h->slot, h->batch, index, 1, timeout);
+    h->job_index = index;
     return 0;
 }
 
-/* host.report(type[, body]): a frame of that type for the supervisor: "E" job
- * ended (sent with the next frame written), "R" ready and "X" exiting with body =
- * reason (written at once, with any waiting). No-op when not supervised. */
+/* host.report_end(): the job started last ended. No system call. */
+static int l_host_report_end(lua_State *L)
+{
+    struct host *h = host_of(L);
+    if (h->slot)
+        supervisor_slot_set(h->slot, h->batch, h->job_index, 0, 0);
+    return 0;
+}
+
+/* host.report(type[, body]): sends a frame of that type ("R" ready, "X" exiting
+ * with body = reason) to the supervisor. No-op when not supervised. */
 static int l_host_report(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -587,13 +537,8 @@ static int l_host_report(lua_State *L)
     const char *type = luaL_checklstring(L, 1, &tlen);
     const char *body = luaL_optlstring(L, 2, "", &len);
     luaL_argcheck(L, tlen == 1, 1, "expected one character");
-    if (h->supervisor_fd < 0)
-        return 0;
-    size_t at = report_begin(h, type[0]);
-    report_add(h, body, len);
-    report_end(h, at);
-    if (type[0] != 'E')
-        report_flush(h);
+    if (h->supervisor_fd >= 0)
+        supervisor_send(h->supervisor_fd, type[0], &body, &len, 1);
     return 0;
 }
 
@@ -745,6 +690,7 @@ static const luaL_Reg host_functions[] = {
     {"supervised", l_host_supervised},
     {"report_batch", l_host_report_batch},
     {"report_start", l_host_report_start},
+    {"report_end", l_host_report_end},
     {"report", l_host_report},
     {"handover", l_host_handover},
     {"random_id", l_host_random_id},

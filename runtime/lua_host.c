@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -12,6 +13,7 @@
 #include "host_api.h"
 #include "php_value.h"
 #include "redis_conn.h"
+#include "supervisor.h"
 
 extern int luaopen_cjson(lua_State *L);
 
@@ -254,7 +256,8 @@ void host_close(struct host *h)
     if (h->L)
         lua_close(h->L);
     h->L = NULL;
-    free(h->report);
-    h->report = NULL;
+    if (h->slot)
+        munmap(h->slot, sizeof *h->slot);
+    h->slot = NULL;
     scripts_free(&h->scripts);
 }

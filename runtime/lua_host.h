@@ -7,6 +7,8 @@
 #ifndef LUAWORKER_LUA_HOST_H
 #define LUAWORKER_LUA_HOST_H
 
+#include <stdint.h>
+
 #include <ev.h>
 #include <lua.h>
 
@@ -15,6 +17,7 @@
 #include "scripts.h"
 
 struct redis_conn;
+struct supervisor_slot;
 
 struct host {
     lua_State *L;
@@ -38,8 +41,9 @@ struct host {
     int supervisor_fd;              /* socket to the supervisor, -1 when none */
     int send_errors;                /* host.send replies that were errors, since read */
     char send_error[600];           /* the last one */
-    char *report;                   /* frames for the supervisor not yet written */
-    size_t report_len, report_cap;
+    struct supervisor_slot *slot;   /* the job state the supervisor reads, or NULL */
+    uint32_t batch;                 /* number of the last 'B' frame sent */
+    uint32_t job_index;             /* index in it of the job started last */
     int finished;                   /* the main coroutine returned or raised */
     int closing;                    /* replies no longer resume Lua */
     int exit_code;

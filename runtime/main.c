@@ -92,7 +92,10 @@ int main(int argc, char **argv)
         if (memory_limit)
             host_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
         if (supervisor_fd) {
+            const char *slot_fd = strchr(supervisor_fd, ':');
             host.supervisor_fd = atoi(supervisor_fd);
+            if (slot_fd && atoi(slot_fd + 1) >= 0)
+                host.slot = supervisor_slot_map(atoi(slot_fd + 1));
             unsetenv(SUPERVISOR_FD_ENV);
         }
         status = host_run(&host, &cli);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,18 +32,17 @@ struct worker {
     int fd;                  /* supervisor's end of the socket pair, -1 when none */
     ev_io io;
     ev_child child;
-    ev_timer deadline;       /* armed while a job with a timeout runs */
     ev_timer respawn;        /* delays a start after failures */
     double started;          /* ev_now() of the start */
     int ready;               /* sent its 'R' frame */
     double backoff;          /* seconds before the next start after a failed one */
     char *in;                /* bytes read, not yet a whole frame */
     size_t in_len, in_cap;
+    struct supervisor_slot *slot;  /* shared with the process, NULL when none */
+    int slot_fd;
     char *batch;             /* body of its last 'B' frame, or NULL */
     size_t batch_len;
-    int last_started;        /* index in batch of the job started last, -1 for none */
-    int running;             /* that job has not ended */
-    uint32_t timeout;        /* its timeout */
+    uint32_t timeout;        /* the timeout of the job it was killed for */
     char *handover;          /* the 'H' body for the next process, or NULL */
     size_t handover_len;
     int timed_out;           /* killed for its job's timeout */
@@ -56,6 +56,7 @@ struct supervisor {
     int nworkers;
     struct worker *workers;
     ev_signal signals[6];
+    ev_timer poll;           /* reads the slots, for jobs past their timeout */
     struct handler_watch *watch;
     int stopping;
     int exit_code;
@@ -106,9 +107,55 @@ static int read_all(int fd, char *p, size_t n)
     return 0;
 }
 
-int supervisor_write(int fd, const char *buf, size_t len)
+struct supervisor_slot *supervisor_slot_map(int fd)
 {
-    return write_all(fd, buf, len);
+    void *p = mmap(NULL, sizeof(struct supervisor_slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void supervisor_slot_set(struct supervisor_slot *slot, uint32_t batch, uint32_t index,
+                         int running, uint32_t timeout)
+{
+    uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    atomic_store_explicit(&slot->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&slot->batch, batch, memory_order_relaxed);
+    atomic_store_explicit(&slot->index, index, memory_order_relaxed);
+    atomic_store_explicit(&slot->running, (uint32_t)running, memory_order_relaxed);
+    atomic_store_explicit(&slot->timeout, timeout, memory_order_relaxed);
+    atomic_store_explicit(&slot->started_ns, monotonic_ns(), memory_order_relaxed);
+    atomic_store_explicit(&slot->seq, seq + 2, memory_order_release);
+}
+
+struct slot_view {
+    uint32_t batch, index, running, timeout;
+    uint64_t started_ns;
+};
+
+/* A consistent copy of the slot; -1 when the worker was writing it all along (or
+ * died while writing it: the copy then holds what was there). */
+static int read_slot(struct supervisor_slot *slot, struct slot_view *v)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        v->batch = atomic_load_explicit(&slot->batch, memory_order_relaxed);
+        v->index = atomic_load_explicit(&slot->index, memory_order_relaxed);
+        v->running = atomic_load_explicit(&slot->running, memory_order_relaxed);
+        v->timeout = atomic_load_explicit(&slot->timeout, memory_order_relaxed);
+        v->started_ns = atomic_load_explicit(&slot->started_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(seq & 1) && atomic_load_explicit(&slot->seq, memory_order_relaxed) == seq)
+            return 0;
+    }
+    return -1;
 }
 
 int supervisor_send(int fd, char type, const char *const *parts, const size_t *lens, int nparts)
@@ -199,21 +246,27 @@ static void add_handover(struct worker *w, char kind, uint32_t timeout, const ch
  * the timed-out job, the ended ones (their deletes may be unsent), those not
  * started. A job that was running when it ended otherwise stays reserved, as
  * PHP's would. Returns how many jobs it hands over. */
-static int build_handover(struct worker *w)
+static int build_handover(struct worker *w, int timed_out)
 {
     const char *q, *payload, *reserved;
-    uint32_t qlen, plen, rlen;
-    size_t off = 0;
+    uint32_t qlen, plen, rlen, batch;
+    size_t off = 4;
     int count = 0;
-    if (!w->batch || next_part(w->batch, w->batch_len, &off, &q, &qlen))
+    if (!w->batch || w->batch_len < 4 || next_part(w->batch, w->batch_len, &off, &q, &qlen))
         return 0;
-    for (int i = 0; next_part(w->batch, w->batch_len, &off, &payload, &plen) == 0 &&
-                    next_part(w->batch, w->batch_len, &off, &reserved, &rlen) == 0;
+    memcpy(&batch, w->batch, 4);
+    struct slot_view v = {0};
+    if (w->slot)
+        read_slot(w->slot, &v);
+    /* the slot may still describe a job of an earlier batch: none of this one started */
+    long last_started = v.batch == batch ? (long)v.index : -1;
+    for (long i = 0; next_part(w->batch, w->batch_len, &off, &payload, &plen) == 0 &&
+                     next_part(w->batch, w->batch_len, &off, &reserved, &rlen) == 0;
          i++) {
-        char kind = i > w->last_started                ? 'G'
-                    : i < w->last_started || !w->running ? 'D'
-                    : w->timed_out                  ? 'T'
-                                                    : 0;
+        char kind = i > last_started                  ? 'G'
+                    : i < last_started || !v.running ? 'D'
+                    : timed_out                       ? 'T'
+                                                      : 0;
         if (!kind)
             continue;
         add_handover(w, kind, kind == 'T' ? w->timeout : 0, q, qlen, payload, plen, reserved, rlen);
@@ -227,26 +280,31 @@ static void clear_batch(struct worker *w)
     free(w->batch);
     w->batch = NULL;
     w->batch_len = 0;
-    w->last_started = -1;
-    w->running = 0;
 }
 
-static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
+/* Every SUPERVISOR_POLL seconds: ends the process of each job past its timeout. */
+static void on_poll(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop;
     (void)revents;
-    struct worker *w = t->data;
-    if (!w->pid || !w->running)
-        return;
-    say("worker %d (pid %d): job timed out after %us; ending the process", w->index, (int)w->pid,
-        w->timeout);
-    w->timed_out = 1;
-    kill(w->pid, SIGKILL);
+    struct supervisor *s = t->data;
+    uint64_t now = monotonic_ns();
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        struct slot_view v;
+        if (!w->pid || !w->slot || w->timed_out || read_slot(w->slot, &v) || !v.running ||
+            v.timeout == 0 || now - v.started_ns < (uint64_t)v.timeout * 1000000000u)
+            continue;
+        say("worker %d (pid %d): job timed out after %us; ending the process", w->index,
+            (int)w->pid, v.timeout);
+        w->timed_out = 1;
+        w->timeout = v.timeout;
+        kill(w->pid, SIGKILL);
+    }
 }
 
 static void on_frame(struct worker *w, char type, const char *body, size_t len)
 {
-    struct supervisor *s = w->sup;
     switch (type) {
     case 'B': {
         char *batch = malloc(len ? len : 1);
@@ -258,26 +316,6 @@ static void on_frame(struct worker *w, char type, const char *body, size_t len)
         w->batch_len = len;
         break;
     }
-    case 'S': {
-        uint32_t timeout = 0, index = 0;
-        if (len >= 8) {
-            memcpy(&timeout, body, 4);
-            memcpy(&index, body + 4, 4);
-        }
-        w->last_started = (int)index;
-        w->running = 1;
-        w->timeout = timeout;
-        ev_timer_stop(s->loop, &w->deadline);
-        if (timeout > 0) {
-            ev_timer_set(&w->deadline, timeout, 0.);
-            ev_timer_start(s->loop, &w->deadline);
-        }
-        break;
-    }
-    case 'E':
-        ev_timer_stop(s->loop, &w->deadline);
-        w->running = 0;
-        break;
     case 'R':
         w->ready = 1;
         break;
@@ -357,7 +395,6 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     struct supervisor *s = w->sup;
     int status = c->rstatus;
     ev_child_stop(loop, c);
-    ev_timer_stop(loop, &w->deadline);
     if (w->fd >= 0) {
         while (w->fd >= 0 && receive(loop, w) > 0)
             ;  /* frames still buffered, up to its 'X' */
@@ -376,7 +413,7 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     free(w->handover);
     w->handover = NULL;
     w->handover_len = 0;
-    int handed = clean ? 0 : build_handover(w);
+    int handed = clean ? 0 : build_handover(w, timed_out);
     clear_batch(w);
     w->timed_out = 0;
     if (handed && s->stopping)
@@ -440,6 +477,8 @@ static void spawn(struct worker *w)
         ev_timer_start(s->loop, &w->respawn);
         return;
     }
+    if (w->slot)
+        memset(w->slot, 0, sizeof *w->slot);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -452,9 +491,10 @@ static void spawn(struct worker *w)
         return;
     }
     if (pid == 0) {
-        char fd[16];
+        char fd[32];
         int child_fd = dup(sv[1]);  /* without FD_CLOEXEC */
-        snprintf(fd, sizeof fd, "%d", child_fd);
+        int slot_fd = w->slot ? dup(w->slot_fd) : -1;
+        snprintf(fd, sizeof fd, "%d:%d", child_fd, slot_fd);
         setenv(SUPERVISOR_FD_ENV, fd, 1);
         sigset_t none;
         sigemptyset(&none);
@@ -572,13 +612,22 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
         w->sup = &s;
         w->index = i + 1;
         w->fd = -1;
-        w->last_started = -1;
-        ev_timer_init(&w->deadline, on_deadline, 0., 0.);
-        w->deadline.data = w;
+        w->slot_fd = memfd_create("luaworker-slot", MFD_CLOEXEC);
+        if (w->slot_fd >= 0 && ftruncate(w->slot_fd, sizeof *w->slot) == 0) {
+            void *p = mmap(NULL, sizeof *w->slot, PROT_READ | PROT_WRITE, MAP_SHARED, w->slot_fd, 0);
+            w->slot = p == MAP_FAILED ? NULL : p;
+        }
+        if (!w->slot)
+            say("worker %d: cannot share its job state (%s): its jobs have no timeout",
+                w->index, strerror(errno));
         ev_timer_init(&w->respawn, on_respawn, 0., 0.);
         w->respawn.data = w;
         spawn(w);
     }
+    ev_timer_init(&s.poll, on_poll, SUPERVISOR_POLL, SUPERVISOR_POLL);
+    s.poll.data = &s;
+    ev_timer_start(s.loop, &s.poll);
+    ev_unref(s.loop);  /* the poll alone does not keep the loop running */
     if (watch_dir)
         s.watch = handler_watch_start(s.loop, watch_dir, 0.25, on_handlers_changed, &s);
     ev_run(s.loop, 0);
@@ -587,7 +636,13 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
         free(s.workers[i].in);
         free(s.workers[i].batch);
         free(s.workers[i].handover);
+        if (s.workers[i].slot)
+            munmap(s.workers[i].slot, sizeof *s.workers[i].slot);
+        if (s.workers[i].slot_fd >= 0)
+            close(s.workers[i].slot_fd);
     }
+    ev_ref(s.loop);
+    ev_timer_stop(s.loop, &s.poll);
     free(s.workers);
     return s.exit_code;
 }

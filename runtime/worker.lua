@@ -387,7 +387,7 @@ local function process(job)
         end
     end
     fire_safely("attempted", job, nil, { exception_occurred = not ok })
-    host.report("E")
+    host.report_end()
 end
 
 -- Worker::registerTimeoutHandler's decisions, for a job whose previous process was
@@ -657,17 +657,19 @@ local function idle_wait(queues)
     end
 end
 
-local restart_checked_at = 0
+local restart_checked_at, memory_checked_at = 0, -1
 
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
     local quit, _, reload = host.signals()
     if quit then return EXIT_OK, "interrupted" end
     if reload then return EXIT_OK, "reload" end
-    if options.memory > 0 and (host.rss_mb() or 0) >= options.memory then
-        return EXIT_MEMORY, "memory"
-    end
-    -- the restart key is read at most once a second (Laravel: after every job)
+    -- memory is read at most 20 times a second, the restart key at most once a
+    -- second (Laravel: both after every job)
     local clock = host.clock()
+    if options.memory > 0 and clock - memory_checked_at >= 0.05 then
+        memory_checked_at = clock
+        if (host.rss_mb() or 0) >= options.memory then return EXIT_MEMORY, "memory" end
+    end
     if clock - restart_checked_at >= 1 then
         restart_checked_at = clock
         local ok, current = pcall(last_restart)
