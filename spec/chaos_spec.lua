@@ -37,6 +37,12 @@ describe("the chaos soak (short run)", function()
             -- worker process in flight when Redis goes away
             assert.are.equal(s.kills + 3 * s.redis_restarts, s.duplicate_bound)
             assert.is_true(s.duplicates <= s.duplicate_bound, log)
+            -- and, run by run: each run cut short was the last of a killed process or a
+            -- process's last before the restart, and only cut-short runs were run again
+            assert.are.equal(0, s.cut_short.unexplained)
+            assert.are.equal(0, s.unexplained_duplicates)
+            assert.is_true(s.cut_short.by_kill <= s.kills)
+            assert.is_true(s.cut_short.by_redis_restart <= 3 * s.redis_restarts)
             -- the supervisors saw exactly the kills, and no other death or odd line
             assert.are.equal(s.kills, s.kills_seen)
             assert.are.equal(0, s.unexpected_log_lines)

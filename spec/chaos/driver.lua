@@ -16,7 +16,8 @@
 -- Progress goes to stderr; stdout gets one JSON line, the summary:
 --   jobs, kills, supervisor_restarts, redis_restarts, duplicates, duplicate_bound,
 --   lost, failed, expected_failed, unexpected_failed, early, left (queue, delayed,
---   reserved), kills_seen, unexpected_log_lines (worker deaths that were not our
+--   reserved), kills_seen, cut_short (runs cut short: by_kill, by_redis_restart,
+--   unexplained), unexplained_duplicates, unexpected_log_lines (worker deaths that were not our
 --   kills, other exit statuses, sanitizer reports, any line a soak does not explain),
 --   duration, problems (a list), ok.
 -- Exit status 0 when ok (no problem), 1 otherwise; the work directory (logs, the
@@ -31,6 +32,9 @@
 -- restart (at most one job in flight per worker process, so at most --processes
 -- duplicates per restart). A TERM lets every job in hand finish. Hence the bound:
 --   duplicates <= kills + processes * redis_restarts.
+-- The trail (chaos:trail, see read_trail) checks the same per run: every run cut
+-- short must be the last run of a killed process or a process's last run before a
+-- Redis restart, and no job may run again more often than its runs were cut short.
 local redis = require "redis"
 local cjson = require "cjson"
 local ptime = require "posix.time"
@@ -141,15 +145,31 @@ local function redis_pid()
     return s and tonumber(s:match("%d+"))
 end
 
+-- Starts redis-server on port p; true once it answers PING (its AOF loaded) and is
+-- the server we started (a daemonized redis-server that cannot bind exits quietly,
+-- and another one may answer on that port).
 local function start_redis(p)
+    os.remove(dir .. "/redis.pid")
     local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s "
         .. "--save '' --appendonly yes --appendfsync everysec --daemonize yes "
         .. "--pidfile %s/redis.pid --logfile %s/redis.log >/dev/null 2>&1", p, quote(dir),
         quote(dir), quote(dir)))
     if not ok then return false end
     return wait_for(function()
+        local pid = redis_pid()
+        if not pid then return false end
+        local info = shell("redis-cli -p " .. p .. " info server 2>/dev/null")
+        if tonumber(info:match("process_id:(%d+)")) ~= pid then return false end
         return shell("redis-cli -p " .. p .. " ping 2>/dev/null"):match("PONG")
     end, 20) ~= nil
+end
+
+-- A free port for the first start, not drawn from the seed: the chaos plan must not
+-- depend on which ports happen to be taken.
+local function free_port(attempt)
+    local p = 20000 + (require("posix.unistd").getpid() * 31 + attempt * 7919 + os.time()) % 20000
+    if pcall(redis.connect, "127.0.0.1", p) then return nil end
+    return p
 end
 
 local function r(cmd, ...)
@@ -321,6 +341,8 @@ local function restart_redis()
     sleep(uniform(0.2, 1))
     if not start_redis(port) then error("chaos: redis-server did not start again") end
     stats.redis_restarts = stats.redis_restarts + 1
+    -- the runs a worker started before this mark may have been cut short by the restart
+    r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
     log("redis-server restarted (down %.1fs)", clock() - t0)
 end
 
@@ -377,6 +399,7 @@ local EXPECTED_LINES = {
     "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
     "^%[[^%]]+%] error while taking a job: LOADING ",
+    "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
 }
 
 local function expected_line(line)
@@ -416,15 +439,60 @@ local function check_logs()
     return seen, unexpected
 end
 
+-- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
+-- its end once its outcome is in Redis ("e ...", from the attempted hook), and the
+-- driver's marks after each Redis restart ("r <n>"). A run without an end was cut
+-- short. Each must be explained: the last run of a process we killed, or the last
+-- run a process started before a Redis restart. Returns the runs cut short by job
+-- uuid, and how many were explained by a kill, by a restart, and not at all.
+local function read_trail()
+    local trail = r("LRANGE", PREFIX .. "chaos:trail", 0, -1)
+    local open, last_start, before_restart = {}, {}, {}
+    local starts = {}
+    for i, entry in ipairs(trail) do
+        local kind, uuid, attempt, pid = entry:match("^(%a) (%S+) ?(%d*) ?(%d*)")
+        if kind == "s" then
+            local key = uuid .. " " .. attempt .. " " .. pid
+            open[key] = open[key] or {}
+            table.insert(open[key], i)
+            starts[i] = { uuid = uuid, pid = tonumber(pid) }
+            last_start[pid] = i
+        elseif kind == "e" then
+            local list = open[uuid .. " " .. attempt .. " " .. pid]
+            if list and #list > 0 then starts[table.remove(list, 1)].ended = true end
+        elseif kind == "r" then
+            for _, at in pairs(last_start) do before_restart[at] = true end
+        end
+    end
+    local cut, by_kill, by_restart, unexplained = {}, 0, 0, 0
+    for i, run in pairs(starts) do
+        if not run.ended then
+            cut[run.uuid] = (cut[run.uuid] or 0) + 1
+            if killed[run.pid] and last_start[tostring(run.pid)] == i then
+                by_kill = by_kill + 1
+            elseif before_restart[i] then
+                by_restart = by_restart + 1
+            else
+                unexplained = unexplained + 1
+                if unexplained <= 10 then
+                    problem("run of %s by worker %d (trail entry %d) was cut short, but that worker "
+                        .. "was not killed and Redis was not restarted then", run.uuid, run.pid, i)
+                end
+            end
+        end
+    end
+    return cut, by_kill, by_restart, unexplained
+end
+
 -- Main ---------------------------------------------------------------------------------
 
 local summary
 
 local function run()
     local t0 = clock()
-    for _ = 1, 50 do
-        local p = 20000 + math.random(0, 19999)
-        if start_redis(p) then port = p break end
+    for attempt = 1, 50 do
+        local p = free_port(attempt)
+        if p and start_redis(p) then port = p break end
     end
     if not port then error("chaos: could not start a redis-server") end
     log("redis-server on port %d, work directory %s", port, dir)
@@ -458,8 +526,9 @@ local function run()
         hash(PREFIX .. "chaos:early")
     local failed = {}
     for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
+    local cut, cut_by_kill, cut_by_restart, cut_unexplained = read_trail()
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
-    local lost_list = {}
+    local lost_list, unexplained_duplicates = {}, 0
     for _, uuid in ipairs(order) do
         local job = manifest[uuid]
         if failed[uuid] then n_failed = n_failed + 1 end
@@ -471,15 +540,25 @@ local function run()
         else
             if failed[uuid] then
                 unexpected_failed = unexpected_failed + 1
-                problem("%s job %s is in the failed store: %s", job.kind, uuid,
-                    tostring(r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "exception")):sub(1, 300))
+                if unexpected_failed <= 10 then problem("%s job %s is in the failed store: %s", job.kind, uuid,
+                    tostring(r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "exception")):sub(1, 300)) end
             elseif not done[uuid] then
                 lost = lost + 1; lost_list[#lost_list + 1] = uuid
             end
         end
         local extra = (runs[uuid] or 0) - job.expected_runs
         if extra > 0 then duplicates = duplicates + extra end
+        -- a job runs again only after a run of it was cut short
+        if extra > (cut[uuid] or 0) then
+            unexplained_duplicates = unexplained_duplicates + extra - (cut[uuid] or 0)
+            if unexplained_duplicates <= 10 then problem("%s job %s ran %d times, %d more than expected, but only %d of its runs were "
+                .. "cut short", job.kind, uuid, runs[uuid], extra, cut[uuid] or 0) end
+        end
     end
+    if unexplained_duplicates > 0 then
+        problem("%d runs more than the runs cut short explain", unexplained_duplicates)
+    end
+    if unexpected_failed > 0 then problem("%d jobs that should succeed failed", unexpected_failed) end
     local foreign = r("ZCARD", PREFIX .. "luaworker:failed_jobs") - n_failed
     if foreign ~= 0 then problem("%d records in the failed store are not chaos jobs", foreign) end
     if lost > 0 then
@@ -513,6 +592,8 @@ local function run()
         duplicates = duplicates, duplicate_bound = bound, lost = lost, failed = n_failed,
         expected_failed = expected_failed, unexpected_failed = unexpected_failed, early = n_early,
         left = left, kills_seen = seen, unexpected_log_lines = unexpected,
+        cut_short = { by_kill = cut_by_kill, by_redis_restart = cut_by_restart,
+            unexplained = cut_unexplained }, unexplained_duplicates = unexplained_duplicates,
         duration = tonumber(string.format("%.1f", clock() - t0)), problems = problems,
     }
 end

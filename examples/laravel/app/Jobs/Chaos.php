@@ -11,7 +11,8 @@ use RuntimeException;
 
 /**
  * The chaos soak's job (spec/chaos/): luaworker runs it with
- * spec/chaos/handlers/App/Jobs/Chaos.lua, which does what handle() does here.
+ * spec/chaos/handlers/App/Jobs/Chaos.lua, which does what handle() does here
+ * and also keeps a trail of each run's start and end (chaos:trail).
  *
  * Every run HINCRBYs chaos:runs <uuid>, then waits $ms milliseconds; then, by $kind:
  *   ok       succeeds: HINCRBY chaos:done <uuid>
