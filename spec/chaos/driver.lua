@@ -7,7 +7,7 @@
 --       [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W] [--work-ms=MS]
 --       [--retry-after=S] [--drain-timeout=S] [--keep]
 --
--- Runs from the repository root with ./luaworker built. It starts a redis-server of
+-- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
 -- restart it; the Laravel 8 app in examples/laravel dispatches App\Jobs\Chaos jobs
 -- onto it in W waves, and luaworker runs them with spec/chaos/handlers. Chaos events
@@ -17,9 +17,9 @@
 --   jobs, kills, supervisor_restarts, redis_restarts, duplicates, duplicate_bound,
 --   lost, failed, expected_failed, unexpected_failed, early, left (queue, delayed,
 --   reserved), kills_seen, cut_short (runs cut short: by_kill, by_redis_restart,
---   unexplained), unexplained_duplicates, unexpected_log_lines (worker deaths that were not our
---   kills, other exit statuses, sanitizer reports, any line a soak does not explain),
---   duration, problems (a list), ok.
+--   unexplained), unexplained_duplicates, unexpected_log_lines (worker deaths that
+--   were not our kills, other exit statuses, sanitizer reports, any line a soak does
+--   not explain), duration, problems (a list), ok.
 -- Exit status 0 when ok (no problem), 1 otherwise; the work directory (logs, the
 -- job manifest) is kept when not ok, or with --keep.
 --
@@ -35,6 +35,11 @@
 -- The trail (chaos:trail, see read_trail) checks the same per run: every run cut
 -- short must be the last run of a killed process or a process's last run before a
 -- Redis restart, and no job may run again more often than its runs were cut short.
+--
+-- Workers run with --retry-after=3 (a killed worker's job comes back within seconds)
+-- and --timeout=0 (no kill but ours). A kill or the restart costs the job in hand an
+-- attempt, as in Laravel, so the jobs that should succeed get maxTries 25 (at least
+-- kills + redis restarts + 5): only the always-failing ones (maxTries 3) may fail.
 local redis = require "redis"
 local cjson = require "cjson"
 local ptime = require "posix.time"
@@ -131,7 +136,9 @@ end
 
 local function uniform(a, b) return a + (b - a) * math.random() end
 
-local root = os.getenv("PWD")
+-- the repository: two directories above this file
+local root = shell("cd " .. quote((arg[0]:match("^(.*)/[^/]*$") or ".")) .. "/../.. && pwd")
+    :gsub("%s+$", "")
 local dir = shell("mktemp -d /tmp/luaworker-chaos.XXXXXX"):gsub("%s+$", "")
 assert(dir ~= "", "mktemp failed")
 
