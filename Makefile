@@ -5,6 +5,8 @@
 #                   Redis is configured, push sample jobs and run the worker on them
 #   make test       install what is missing, build, run every spec
 #   make bench      luaworker against php artisan queue:work (examples/bench/)
+#   make chaos      the chaos soak, long: CHAOS_JOBS (50000) jobs while workers are
+#                   killed and the supervisor and redis-server restarted (spec/chaos/)
 #   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
@@ -50,7 +52,7 @@ DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
             php-cli php-redis php-sqlite3 php-laravel-framework
 DEB_FUZZ  = clang libclang-rt-14-dev
 
-.PHONY: all deps test demo bench clean install fuzz fuzz-run
+.PHONY: all deps test demo bench chaos clean install fuzz fuzz-run
 
 all: luaworker
 
@@ -90,6 +92,19 @@ demo: deps
 bench: deps
 	$(MAKE) luaworker
 	examples/bench/bench.sh
+
+# make chaos: the long run of the chaos soak (spec/chaos/driver.lua; make test has a
+# short one in spec/chaos_spec.lua). The Laravel app dispatches CHAOS_JOBS jobs in
+# 10 waves onto a redis-server of the driver's own; 4 worker processes run them while
+# the driver, from CHAOS_SEED, kill -9's workers 12 times, restarts the supervisor 3
+# times and redis-server once. Ends with one JSON summary line; fails when a job was
+# lost, failed unexpectedly or ran more often than the kills and the restart explain.
+CHAOS_JOBS ?= 50000
+CHAOS_SEED ?= 1
+chaos: deps
+	$(MAKE) luaworker
+	lua5.2 spec/chaos/driver.lua --jobs=$(CHAOS_JOBS) --seed=$(CHAOS_SEED) --processes=4 \
+	    --kills=12 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
 
 install: luaworker
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts

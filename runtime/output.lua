@@ -68,15 +68,17 @@ function M.job(status, job, exception, duration)
     elseif status == "success" then label = "Processed: "
     elseif status == "failed" then label = "Failed:    "
     else return end
-    io.stdout:write("[", now_text(), "][", tostring(job:id()), "] ", label, " ",
-        tostring(job:name()), "\n")
+    io.stdout:write(table.concat({ "[", now_text(), "][", tostring(job:id()), "] ", label, " ",
+        tostring(job:name()), "\n" }))
     io.stdout:flush()
 end
 
--- An error or notice for the operator, on stderr. job may be nil.
+-- An error or notice for the operator, on stderr. job may be nil. Each line (like
+-- each job line) is one write, so the lines of worker processes sharing the stream
+-- do not tear into each other.
 function M.error(message, job)
     local where = job and ("[" .. tostring(job:id()) .. "] ") or " "
-    io.stderr:write("[", now_text(), "]", where, message, "\n")
+    io.stderr:write("[" .. now_text() .. "]" .. where .. message .. "\n")
     io.stderr:flush()
 end
 

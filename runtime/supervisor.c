@@ -64,17 +64,20 @@ struct supervisor {
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* One line on stderr, in one write: the workers share the stream. */
 static void say(const char *fmt, ...)
 {
-    char stamp[32];
+    char line[1024];
     time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    fprintf(stderr, "[%s] ", stamp);
+    size_t n = strftime(line, sizeof line, "[%Y-%m-%d %H:%M:%S] ", localtime(&now));
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (m > 0)
+        n += (size_t)m < sizeof line - n - 1 ? (size_t)m : sizeof line - n - 2;
+    line[n++] = '\n';
+    fwrite(line, 1, n, stderr);
     fflush(stderr);
 }
 

@@ -368,6 +368,28 @@ describe("luaworker work's supervisor", function()
         assert.are.equal("v2", run_one())
     end)
 
+    it("writes each log line whole while several workers log at once", function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function() error('no') end }" })
+        local list = H.keys()
+        local batch = {}
+        for i = 1, 3000 do
+            batch[#batch + 1] = cjson.encode(spec_job("ok", { id = string.format("w%031d", i) }))
+            if #batch == 500 then H.r("RPUSH", list, unpack(batch)); batch = {} end
+        end
+        local w = start({ "--processes=3", "--stop-when-empty", "--quiet" })
+        assert.are.equal(0, w:wait(30))
+        local lines, torn = 0, {}
+        for line in w:stderr():gmatch("[^\n]+") do
+            lines = lines + 1
+            if not (line:match("^%[%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d%]") or line:match("^\t")
+                    or line == "stack traceback:") then
+                torn[#torn + 1] = line
+            end
+        end
+        assert.is_true(lines >= 3000)
+        assert.are.same({}, torn)
+    end)
+
     it("does not watch the handlers with --no-watch", function()
         local file = handlers .. "/App/Jobs/Other.lua"
         local w = start({ "--no-watch" })

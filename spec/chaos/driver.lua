@@ -1,0 +1,631 @@
+-- The chaos soak (issue 6): Laravel-made jobs run through `luaworker work --processes`
+-- while this driver, from a fixed seed, kill -9's worker processes, stops the
+-- supervisor with TERM and starts it again, and restarts redis-server; then it checks
+-- that nothing was lost. `make chaos` runs it long, spec/chaos_spec.lua short.
+--
+--   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--kills=K]
+--       [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W] [--work-ms=MS]
+--       [--retry-after=S] [--drain-timeout=S] [--keep]
+--
+-- Needs ./luaworker built (from any directory). It starts a redis-server of
+-- its own (appendonly, appendfsync everysec, in its work directory) so that it can
+-- restart it; the Laravel 8 app in examples/laravel dispatches App\Jobs\Chaos jobs
+-- onto it in W waves, and luaworker runs them with spec/chaos/handlers. Chaos events
+-- fall between the waves and into the drain that follows the last one.
+--
+-- Progress goes to stderr; stdout gets one JSON line, the summary:
+--   jobs, kills, supervisor_restarts, redis_restarts, duplicates, duplicate_bound,
+--   lost, failed, expected_failed, unexpected_failed, early, left (queue, delayed,
+--   reserved), kills_seen, cut_short (runs cut short: by_kill, by_redis_restart,
+--   unexplained), unexplained_duplicates, unexpected_log_lines (worker deaths that
+--   were not our kills, other exit statuses, sanitizer reports, any line a soak does
+--   not explain), duration, problems (a list), ok.
+-- Exit status 0 when ok (no problem), 1 otherwise; the work directory (logs, the
+-- job manifest) is kept when not ok, or with --keep.
+--
+-- A duplicate is a handler run beyond those a run without chaos makes (1 for ok and
+-- delayed jobs, releases + 1 for releasing ones, tries for failing ones). Runs are
+-- counted by the handler before anything else, and a job's outcome (delete, release,
+-- fail) is one atomic script, so a job runs again only when the process running it
+-- did not get to record its outcome: it was SIGKILLed (at most one job per process,
+-- so at most one duplicate per kill), or its Redis connection went down with the
+-- restart (at most one job in flight per worker process, so at most --processes
+-- duplicates per restart). A TERM lets every job in hand finish. Hence the bound:
+--   duplicates <= kills + processes * redis_restarts.
+-- The trail (chaos:trail, see read_trail) checks the same per run: every run cut
+-- short must be the last run of a killed process or a process's last run before a
+-- Redis restart, and no job may run again more often than its runs were cut short.
+--
+-- Workers run with --retry-after=3 (a killed worker's job comes back within seconds)
+-- and --timeout=0 (no kill but ours). A kill or the restart costs the job in hand an
+-- attempt, as in Laravel, so the jobs that should succeed get maxTries 25 (at least
+-- kills + redis restarts + 5): only the always-failing ones (maxTries 3) may fail.
+local redis = require "redis"
+local cjson = require "cjson"
+local ptime = require "posix.time"
+local psignal = require "posix.signal"
+
+local PREFIX = "laravel_database_"
+local QUEUE = PREFIX .. "queues:default"
+
+-- Options ---------------------------------------------------------------------
+
+local opt = {
+    jobs = 3000, seed = 1, processes = 3, kills = 4, supervisor_restarts = 1,
+    redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 3, drain_timeout = 120,
+    keep = false,
+}
+
+for _, a in ipairs(arg) do
+    local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+    if not name then name = a:match("^%-%-([%w-]+)$") end
+    local key = name and name:gsub("-", "_")
+    if not key or opt[key] == nil then
+        io.stderr:write("chaos: unknown argument ", a, "\n")
+        os.exit(2)
+    end
+    if type(opt[key]) == "boolean" then
+        opt[key] = true
+    else
+        opt[key] = tonumber(value)
+        if not opt[key] then
+            io.stderr:write("chaos: --", name, " needs a number\n")
+            os.exit(2)
+        end
+    end
+end
+
+math.randomseed(opt.seed)
+
+-- Small helpers -----------------------------------------------------------------
+
+local function log(fmt, ...)
+    io.stderr:write(string.format("chaos %s " .. fmt .. "\n", os.date("%H:%M:%S"), ...))
+    io.stderr:flush()
+end
+
+local function clock()
+    local t = ptime.clock_gettime(ptime.CLOCK_MONOTONIC)
+    return t.tv_sec + t.tv_nsec / 1e9
+end
+
+local function sleep(s)
+    local sec = math.floor(s)
+    ptime.nanosleep({ tv_sec = sec, tv_nsec = math.floor((s - sec) * 1e9) })
+end
+
+local function quote(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function read_file(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local function write_file(path, text)
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+end
+
+local function shell(cmd)
+    local f = io.popen(cmd)
+    local out = f:read("*a")
+    f:close()
+    return out
+end
+
+local function alive(pid)
+    return pid and psignal.kill(pid, 0) == 0
+end
+
+-- Polls fn every 50 ms until it returns a true value (returned) or timeout passes (nil).
+local function wait_for(fn, timeout)
+    local deadline = clock() + timeout
+    repeat
+        local v = fn()
+        if v then return v end
+        sleep(0.05)
+    until clock() > deadline
+    return nil
+end
+
+local function uniform(a, b) return a + (b - a) * math.random() end
+
+-- the repository: two directories above this file
+local root = shell("cd " .. quote((arg[0]:match("^(.*)/[^/]*$") or ".")) .. "/../.. && pwd")
+    :gsub("%s+$", "")
+local dir = shell("mktemp -d /tmp/luaworker-chaos.XXXXXX"):gsub("%s+$", "")
+assert(dir ~= "", "mktemp failed")
+
+-- redis-server of the driver's own --------------------------------------------------
+
+local port
+local client
+
+local function redis_pid()
+    local s = read_file(dir .. "/redis.pid")
+    return s and tonumber(s:match("%d+"))
+end
+
+-- Starts redis-server on port p; true once it answers PING (its AOF loaded) and is
+-- the server we started (a daemonized redis-server that cannot bind exits quietly,
+-- and another one may answer on that port).
+local function start_redis(p)
+    os.remove(dir .. "/redis.pid")
+    local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s "
+        .. "--save '' --appendonly yes --appendfsync everysec --daemonize yes "
+        .. "--pidfile %s/redis.pid --logfile %s/redis.log >/dev/null 2>&1", p, quote(dir),
+        quote(dir), quote(dir)))
+    if not ok then return false end
+    return wait_for(function()
+        local pid = redis_pid()
+        if not pid then return false end
+        local info = shell("redis-cli -p " .. p .. " info server 2>/dev/null")
+        if tonumber(info:match("process_id:(%d+)")) ~= pid then return false end
+        return shell("redis-cli -p " .. p .. " ping 2>/dev/null"):match("PONG")
+    end, 20) ~= nil
+end
+
+-- A free port for the first start, not drawn from the seed: the chaos plan must not
+-- depend on which ports happen to be taken.
+local function free_port(attempt)
+    local p = 20000 + (require("posix.unistd").getpid() * 31 + attempt * 7919 + os.time()) % 20000
+    if pcall(redis.connect, "127.0.0.1", p) then return nil end
+    return p
+end
+
+local function r(cmd, ...)
+    for _ = 1, 2 do
+        if not client then
+            local ok, c = pcall(redis.connect, "127.0.0.1", port)
+            if ok then client = c end
+        end
+        if client then
+            local ok, result = pcall(client[cmd:lower()], client, ...)
+            if ok then return result end
+            client = nil
+        end
+    end
+    error("chaos: redis " .. cmd .. " failed on port " .. tostring(port))
+end
+
+local function hash(key)
+    local flat, t = r("HGETALL", key), {}
+    for k, v in pairs(flat) do t[k] = tonumber(v) end
+    return t
+end
+
+local function stop_redis(how)
+    local pid = redis_pid()
+    if client then pcall(client.quit, client) end
+    client = nil
+    os.execute("redis-cli -p " .. port .. " shutdown " .. (how or "") .. " >/dev/null 2>&1")
+    return wait_for(function() return not alive(pid) end, 30)
+end
+
+-- The supervisor ----------------------------------------------------------------------
+
+local supervisors = {}  -- each: {pid =, n =, log =}
+local current
+
+local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u REDIS_PREFIX "
+    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX REDIS_HOST=127.0.0.1 REDIS_PORT="
+
+local function start_supervisor()
+    local n = #supervisors + 1
+    local base = string.format("%s/supervisor-%d", dir, n)
+    local cmd = string.format("%s%d %s/luaworker work --processes=%d --handlers=%s "
+        .. "--retry-after=%d --timeout=0 --sleep=0.1 --no-watch --quiet", ENV, port, quote(root),
+        opt.processes, quote(root .. "/spec/chaos/handlers"), opt.retry_after)
+    assert(os.execute(string.format("( %s >%s.out 2>%s.log </dev/null & echo $! >%s.pid; wait $!; "
+        .. "echo $? >%s.status.tmp; mv %s.status.tmp %s.status ) >/dev/null 2>&1 &",
+        cmd, base, base, base, base, base, base)))
+    local pid = wait_for(function()
+        local s = read_file(base .. ".pid")
+        return s and tonumber(s:match("%d+"))
+    end, 10)
+    assert(pid, "chaos: the supervisor did not start")
+    current = { pid = pid, n = n, base = base }
+    supervisors[n] = current
+    log("supervisor %d started (pid %d)", n, pid)
+end
+
+local function supervisor_status(s)
+    local text = read_file(s.base .. ".status")
+    return text and tonumber(text:match("%d+"))
+end
+
+local function children(pid)
+    local pids = {}
+    for p in shell("pgrep -P " .. pid):gmatch("%d+") do pids[#pids + 1] = tonumber(p) end
+    table.sort(pids)
+    return pids
+end
+
+-- TERMs the current supervisor; returns its exit status (nil when it did not exit).
+local function stop_supervisor()
+    local s = current
+    psignal.kill(s.pid, psignal.SIGTERM)
+    s.status = wait_for(function() return supervisor_status(s) end, 60)
+    current = nil
+    log("supervisor %d stopped with status %s", s.n, tostring(s.status))
+    return s.status
+end
+
+-- The jobs -------------------------------------------------------------------------
+
+local manifest = {}     -- uuid -> {kind =, expected_runs =}
+local order = {}        -- uuids in dispatch order
+local tries = math.max(25, opt.kills + opt.redis_restarts + 5)
+local FAIL_TRIES = 3
+
+local function artisan_dispatch(count, args, kind, expected_runs)
+    if count <= 0 then return end
+    local cmd = string.format("%s%d php %s/examples/laravel/artisan jobs:dispatch Chaos --count=%d "
+        .. "--args=%s 2>&1 </dev/null", ENV, port, quote(root), count, quote(cjson.encode(args)))
+    local out = shell(cmd)
+    local n = 0
+    for id, uuid in out:gmatch("(%w+) ([%x-]+)\n") do
+        if #id == 32 then
+            manifest[uuid] = { kind = kind, expected_runs = expected_runs }
+            order[#order + 1] = uuid
+            n = n + 1
+        end
+    end
+    if n ~= count then error("chaos: jobs:dispatch pushed " .. n .. " of " .. count .. ":\n" .. out) end
+end
+
+-- One wave of size jobs: 80% ok, 8% releasing, 8% delayed, 4% failing, the details
+-- drawn from the seed.
+local function dispatch_wave(size)
+    local n_fail = math.floor(size * 0.04 + 0.5)
+    local n_release = math.floor(size * 0.08 + 0.5)
+    local n_delayed = math.floor(size * 0.08 + 0.5)
+    local n_ok = size - n_fail - n_release - n_delayed
+    local ms = opt.work_ms
+    local half = math.floor(n_ok / 2)
+    artisan_dispatch(half, { n = "{i}", kind = "ok", ms = ms, tries = tries }, "ok", 1)
+    local releases = math.random(1, 2)
+    artisan_dispatch(n_release, { n = "{i}", kind = "release", ms = ms, tries = tries,
+        releases = releases, releaseDelay = math.random(0, 2) }, "release", releases + 1)
+    local d1 = math.floor(n_delayed / 2)
+    artisan_dispatch(d1, { n = "{i}", kind = "delayed", ms = ms, tries = tries,
+        delay = math.random(1, 5) }, "delayed", 1)
+    artisan_dispatch(n_delayed - d1, { n = "{i}", kind = "delayed", ms = ms, tries = tries,
+        delay = math.random(1, 5) }, "delayed", 1)
+    artisan_dispatch(n_fail, { n = "{i}", kind = "fail", ms = ms, tries = FAIL_TRIES,
+        backoff = math.random(0, 1) }, "fail", FAIL_TRIES)
+    artisan_dispatch(n_ok - half, { n = "{i}", kind = "ok", ms = ms, tries = tries }, "ok", 1)
+end
+
+-- Chaos events ---------------------------------------------------------------------
+
+local stats = { kills = 0, supervisor_restarts = 0, redis_restarts = 0 }
+local killed = {}       -- pid -> true
+local problems = {}
+
+local function problem(fmt, ...)
+    local text = string.format(fmt, ...)
+    problems[#problems + 1] = text
+    log("PROBLEM: %s", text)
+end
+
+local function kill_worker()
+    local pid
+    wait_for(function()
+        local pids = children(current.pid)
+        if #pids == 0 then return false end
+        pid = pids[math.random(#pids)]
+        return true
+    end, 10)
+    if not pid then
+        problem("no worker process to kill under supervisor %d", current.n)
+        return
+    end
+    if psignal.kill(pid, psignal.SIGKILL) == 0 then
+        stats.kills = stats.kills + 1
+        killed[pid] = true
+        log("kill -9 worker %d (kill %d)", pid, stats.kills)
+    end
+end
+
+local function restart_supervisor()
+    local status = stop_supervisor()
+    if status ~= 0 then problem("supervisor exited with %s on TERM, not 0", tostring(status)) end
+    stats.supervisor_restarts = stats.supervisor_restarts + 1
+    sleep(uniform(0, 0.5))
+    start_supervisor()
+end
+
+local function restart_redis()
+    local t0 = clock()
+    if not stop_redis() then error("chaos: redis-server did not shut down") end
+    sleep(uniform(0.2, 1))
+    if not start_redis(port) then error("chaos: redis-server did not start again") end
+    stats.redis_restarts = stats.redis_restarts + 1
+    -- the runs a worker started before this mark may have been cut short by the restart
+    r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
+    log("redis-server restarted (down %.1fs)", clock() - t0)
+end
+
+local ACTIONS = { kill = kill_worker, supervisor = restart_supervisor, redis = restart_redis }
+
+-- The plan: W waves; after wave w, the events drawn into gap w (the redis restarts
+-- into the middle gap), each after a pause; gap W is the drain.
+local function make_plan()
+    local gaps = {}
+    for w = 1, opt.waves do gaps[w] = {} end
+    local function put(kind, gap) table.insert(gaps[gap], math.random(#gaps[gap] + 1), kind) end
+    for _ = 1, opt.kills do put("kill", math.random(1, opt.waves)) end
+    for _ = 1, opt.supervisor_restarts do put("supervisor", math.random(1, opt.waves)) end
+    -- the redis restarts open the middle gap, while the workers have a backlog
+    for _ = 1, opt.redis_restarts do
+        table.insert(gaps[math.max(1, math.floor((opt.waves + 1) / 2))], 1, "redis")
+    end
+    local plan = {}
+    for w = 1, opt.waves do
+        plan[#plan + 1] = { "wave", w }
+        for _, kind in ipairs(gaps[w]) do plan[#plan + 1] = { kind, uniform(0.1, 0.8) } end
+    end
+    return plan
+end
+
+-- Checks -----------------------------------------------------------------------------
+
+local function queue_sizes()
+    return { queue = r("LLEN", QUEUE), delayed = r("ZCARD", QUEUE .. ":delayed"),
+        reserved = r("ZCARD", QUEUE .. ":reserved") }
+end
+
+local function drained()
+    local left = queue_sizes()
+    if left.queue + left.delayed + left.reserved > 0 then return false end
+    return r("HLEN", PREFIX .. "chaos:done") + r("ZCARD", PREFIX .. "luaworker:failed_jobs")
+        >= #order
+end
+
+-- What the supervisors and workers may log in a soak, besides the deaths of the
+-- workers we killed: the failing jobs' errors with their tracebacks, a worker killed
+-- before it was ready started again later, and the Redis restart seen from a worker
+-- (connection lost and back, a job whose error could not be handled then, Redis
+-- still loading its AOF).
+local EXPECTED_LINES = {
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised; released, available again in %d+s: "
+        .. "RuntimeException: chaos: failing on purpose$",
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised: RuntimeException: chaos: failing on purpose$",
+    "^stack traceback:$",
+    "^\t",
+    "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, before it was ready; starting it again in %d+s$",
+    "^%[[^%]]+%] Redis [^\n]*; retrying every second$",
+    "^%[[^%]]+%] connection to Redis at [^ ]+ is back$",
+    "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
+    "^%[[^%]]+%] error while taking a job: LOADING ",
+    "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
+}
+
+local function expected_line(line)
+    for _, pattern in ipairs(EXPECTED_LINES) do
+        if line:match(pattern) then return true end
+    end
+    return false
+end
+
+-- Reads the supervisors' logs: the deaths they saw must be our kills (signal 9, a pid
+-- we killed); nothing may have exited otherwise, timed out, tripped a sanitizer or
+-- logged what a soak does not explain. Returns the kills seen and the unexpected lines.
+local function check_logs()
+    local seen, unexpected = 0, 0
+    local counts = {}
+    for _, s in ipairs(supervisors) do
+        local text = read_file(s.base .. ".log") or ""
+        for line in text:gmatch("[^\n]+") do
+            local pid, sig = line:match("^%[[^%]]+%] worker %d+ %(pid (%d+)%) was killed by signal (%d+)")
+            if pid and tonumber(sig) == 9 and killed[tonumber(pid)] then
+                seen = seen + 1
+            elseif not expected_line(line) then
+                unexpected = unexpected + 1
+                if unexpected <= 20 then problem("supervisor %d logged: %s", s.n, line:sub(1, 300)) end
+            end
+            local key = line:gsub("^%[[^%]]*%]%s*", ""):gsub("%[%w+%]%s*", "")
+                :gsub("%d+", "N"):sub(1, 90)
+            counts[key] = (counts[key] or 0) + 1
+        end
+    end
+    write_file(dir .. "/log-lines.txt", (function()
+        local t = {}
+        for k, v in pairs(counts) do t[#t + 1] = string.format("%7d %s", v, k) end
+        table.sort(t)
+        return table.concat(t, "\n") .. "\n"
+    end)())
+    return seen, unexpected
+end
+
+-- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
+-- its end once its outcome is in Redis ("e ...", from the attempted hook), and the
+-- driver's marks after each Redis restart ("r <n>"). A run without an end was cut
+-- short. Each must be explained: the last run of a process we killed, or the last
+-- run a process started before a Redis restart. Returns the runs cut short by job
+-- uuid, and how many were explained by a kill, by a restart, and not at all.
+local function read_trail()
+    local trail = r("LRANGE", PREFIX .. "chaos:trail", 0, -1)
+    local open, last_start, before_restart = {}, {}, {}
+    local starts = {}
+    for i, entry in ipairs(trail) do
+        local kind, uuid, attempt, pid = entry:match("^(%a) (%S+) ?(%d*) ?(%d*)")
+        if kind == "s" then
+            local key = uuid .. " " .. attempt .. " " .. pid
+            open[key] = open[key] or {}
+            table.insert(open[key], i)
+            starts[i] = { uuid = uuid, pid = tonumber(pid) }
+            last_start[pid] = i
+        elseif kind == "e" then
+            local list = open[uuid .. " " .. attempt .. " " .. pid]
+            if list and #list > 0 then starts[table.remove(list, 1)].ended = true end
+        elseif kind == "r" then
+            for _, at in pairs(last_start) do before_restart[at] = true end
+        end
+    end
+    local cut, by_kill, by_restart, unexplained = {}, 0, 0, 0
+    for i, run in pairs(starts) do
+        if not run.ended then
+            cut[run.uuid] = (cut[run.uuid] or 0) + 1
+            if killed[run.pid] and last_start[tostring(run.pid)] == i then
+                by_kill = by_kill + 1
+            elseif before_restart[i] then
+                by_restart = by_restart + 1
+            else
+                unexplained = unexplained + 1
+                if unexplained <= 10 then
+                    problem("run of %s by worker %d (trail entry %d) was cut short, but that worker "
+                        .. "was not killed and Redis was not restarted then", run.uuid, run.pid, i)
+                end
+            end
+        end
+    end
+    return cut, by_kill, by_restart, unexplained
+end
+
+-- Main ---------------------------------------------------------------------------------
+
+local summary
+
+local function run()
+    local t0 = clock()
+    for attempt = 1, 50 do
+        local p = free_port(attempt)
+        if p and start_redis(p) then port = p break end
+    end
+    if not port then error("chaos: could not start a redis-server") end
+    log("redis-server on port %d, work directory %s", port, dir)
+    assert(os.execute(ENV .. port .. " " .. quote(root .. "/examples/laravel/setup.sh")
+        .. " >" .. quote(dir .. "/setup.log") .. " 2>&1"), "chaos: examples/laravel/setup.sh failed")
+
+    start_supervisor()
+    local plan = make_plan()
+    local wave_size = math.floor(opt.jobs / opt.waves)
+    for _, step in ipairs(plan) do
+        if step[1] == "wave" then
+            local size = step[2] == opt.waves and opt.jobs - wave_size * (opt.waves - 1) or wave_size
+            dispatch_wave(size)
+            log("wave %d/%d: %d jobs dispatched (%d in all)", step[2], opt.waves, size, #order)
+        else
+            sleep(step[2])
+            ACTIONS[step[1]]()
+        end
+    end
+
+    log("all events done; waiting for the queue to drain")
+    local drain_start = clock()
+    local ok = wait_for(drained, opt.drain_timeout)
+    if not ok then problem("the queue did not drain within %ds", opt.drain_timeout) end
+    log("drained in %.1fs after the last event", clock() - drain_start)
+    local status = stop_supervisor()
+    if status ~= 0 then problem("supervisor exited with %s on TERM, not 0", tostring(status)) end
+
+    -- the verdict on each job
+    local runs, done, early = hash(PREFIX .. "chaos:runs"), hash(PREFIX .. "chaos:done"),
+        hash(PREFIX .. "chaos:early")
+    local failed = {}
+    for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
+    local cut, cut_by_kill, cut_by_restart, cut_unexplained = read_trail()
+    local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
+    local lost_list, unexplained_duplicates = {}, 0
+    for _, uuid in ipairs(order) do
+        local job = manifest[uuid]
+        if failed[uuid] then n_failed = n_failed + 1 end
+        if early[uuid] then n_early = n_early + 1 end
+        if job.kind == "fail" then
+            expected_failed = expected_failed + 1
+            if done[uuid] then problem("failing job %s succeeded", uuid) end
+            if not failed[uuid] then lost = lost + 1; lost_list[#lost_list + 1] = uuid end
+        else
+            if failed[uuid] then
+                unexpected_failed = unexpected_failed + 1
+                if unexpected_failed <= 10 then problem("%s job %s is in the failed store: %s", job.kind, uuid,
+                    tostring(r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "exception")):sub(1, 300)) end
+            elseif not done[uuid] then
+                lost = lost + 1; lost_list[#lost_list + 1] = uuid
+            end
+        end
+        local extra = (runs[uuid] or 0) - job.expected_runs
+        if extra > 0 then duplicates = duplicates + extra end
+        -- a job runs again only after a run of it was cut short
+        if extra > (cut[uuid] or 0) then
+            unexplained_duplicates = unexplained_duplicates + extra - (cut[uuid] or 0)
+            if unexplained_duplicates <= 10 then problem("%s job %s ran %d times, %d more than expected, but only %d of its runs were "
+                .. "cut short", job.kind, uuid, runs[uuid], extra, cut[uuid] or 0) end
+        end
+    end
+    if unexplained_duplicates > 0 then
+        problem("%d runs more than the runs cut short explain", unexplained_duplicates)
+    end
+    if unexpected_failed > 0 then problem("%d jobs that should succeed failed", unexpected_failed) end
+    local foreign = r("ZCARD", PREFIX .. "luaworker:failed_jobs") - n_failed
+    if foreign ~= 0 then problem("%d records in the failed store are not chaos jobs", foreign) end
+    if lost > 0 then
+        problem("%d jobs lost (neither succeeded nor failed), e.g. %s", lost, lost_list[1])
+    end
+    if n_early > 0 then problem("%d delayed jobs ran before they were due", n_early) end
+    local left = queue_sizes()
+    if left.queue + left.delayed + left.reserved > 0 then
+        problem("left in Redis: %d queued, %d delayed, %d reserved", left.queue, left.delayed,
+            left.reserved)
+    end
+    local bound = stats.kills + opt.processes * stats.redis_restarts
+    if duplicates > bound then
+        problem("%d duplicate runs, more than the bound %d (kills + processes x redis restarts)",
+            duplicates, bound)
+    end
+    local seen, unexpected = check_logs()
+    if seen ~= stats.kills then
+        problem("the supervisors saw %d workers killed by signal 9, the driver killed %d", seen,
+            stats.kills)
+    end
+    if stats.kills < opt.kills then problem("only %d of %d kills hit a worker", stats.kills, opt.kills) end
+
+    local lines = {}
+    for _, uuid in ipairs(order) do lines[#lines + 1] = uuid .. " " .. manifest[uuid].kind end
+    write_file(dir .. "/manifest.txt", table.concat(lines, "\n") .. "\n")
+
+    summary = {
+        jobs = #order, seed = opt.seed, processes = opt.processes, kills = stats.kills,
+        supervisor_restarts = stats.supervisor_restarts, redis_restarts = stats.redis_restarts,
+        duplicates = duplicates, duplicate_bound = bound, lost = lost, failed = n_failed,
+        expected_failed = expected_failed, unexpected_failed = unexpected_failed, early = n_early,
+        left = left, kills_seen = seen, unexpected_log_lines = unexpected,
+        cut_short = { by_kill = cut_by_kill, by_redis_restart = cut_by_restart,
+            unexplained = cut_unexplained }, unexplained_duplicates = unexplained_duplicates,
+        duration = tonumber(string.format("%.1f", clock() - t0)), problems = problems,
+    }
+end
+
+local ok, err = xpcall(run, debug.traceback)
+if not ok then problem("%s", tostring(err)) end
+
+-- whatever happened: nothing of ours left running
+if current and current.pid and alive(current.pid) then
+    local pids = children(current.pid)
+    psignal.kill(current.pid, psignal.SIGTERM)
+    if not wait_for(function() return not alive(current.pid) end, 15) then
+        psignal.kill(current.pid, psignal.SIGKILL)
+        for _, pid in ipairs(pids) do psignal.kill(pid, psignal.SIGKILL) end
+    end
+end
+if port and alive(redis_pid()) then stop_redis("nosave") end
+
+summary = summary or { jobs = #order, problems = problems }
+summary.ok = #problems == 0
+if summary.ok and not opt.keep then
+    os.execute("rm -rf " .. quote(dir))
+else
+    summary.dir = dir
+end
+if #problems == 0 then summary.problems = nil end
+io.stdout:write(cjson.encode(summary), "\n")
+os.exit(summary.ok and 0 or 1)

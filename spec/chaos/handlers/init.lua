@@ -1,0 +1,14 @@
+-- The chaos soak's trail (spec/chaos/driver.lua): after every attempt, once its
+-- outcome (delete, release or fail) is in Redis, "e <uuid> <attempt> <pid> <outcome>"
+-- on chaos:trail. A run whose "s" entry (Chaos.lua) has no "e" entry was cut short:
+-- its process was killed, or Redis went away under it.
+local luaworker = require "luaworker"
+local pid = require "pid"
+
+luaworker.attempted(function(event)
+    local job = event.job
+    local outcome = job:has_failed() and "failed" or job:is_released() and "released"
+        or job:is_deleted() and "deleted" or "none"
+    luaworker.redis("RPUSH", luaworker.prefix .. "chaos:trail", string.format("e %s %d %s %s",
+        job:uuid(), job:attempts(), pid, outcome))
+end)
