@@ -14,6 +14,7 @@
 
 #include "lua_host.h"
 #include "redis_conn.h"
+#include "redis_sub.h"
 #include "supervisor.h"
 
 /* The value yielded by every waiting host function: a coroutine driver that sees it
@@ -334,48 +335,43 @@ static int l_host_wait_notify(lua_State *L)
     return yield_wait(L);
 }
 
-static void on_invalidation(void *data, const redisReply *reply, const char *lost)
+static void on_invalidation(void *data)
 {
-    (void)lost;
     struct host *h = data;
-    if (!reply) {
-        h->subscribed = 0;
-        return;
-    }
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-        reply->element[0]->type == REDIS_REPLY_STRING &&
-        strcmp(reply->element[0]->str, "message") == 0) {
-        h->invalidated = 1;
-        unblock_wait(h);
-    }
+    h->invalidated = 1;
+    unblock_wait(h);
 }
 
-/* host.subscribe_invalidations() -> true, client id | false, message, kind.
- * Subscribes HOST_SUB_CONN to __redis__:invalidate, where CLIENT TRACKING ...
- * REDIRECT <client id> sends its messages: each one ends a host.wait_notify, or
- * the next one, and sets the flag host.take_invalidated reads. Yields until the
- * client id is known. */
+static void on_subscription_lost(void *data)
+{
+    (void)data;
+}
+
+/* host.subscribe_invalidations() -> true, client id | false, message, "connection".
+ * Subscribes a connection of its own to __redis__:invalidate (blocking, at most a
+ * second per step), where CLIENT TRACKING ... REDIRECT <client id> sends its
+ * messages: each ends a host.wait_notify, or the next one, and sets the flag
+ * host.take_invalidated reads. An earlier subscription is closed first. */
 static int l_host_subscribe_invalidations(lua_State *L)
 {
     struct host *h = host_of(L);
-    struct redis_conn *c = h->conns[HOST_SUB_CONN];
-    const char *id_argv[] = {"CLIENT", "ID"};
-    size_t id_argvlen[] = {6, 2};
-    const char *sub_argv[] = {"SUBSCRIBE", "__redis__:invalidate"};
-    size_t sub_argvlen[] = {9, 20};
-    char err[512];
-    if (redis_conn_command(c, 2, id_argv, id_argvlen, on_reply, h, err, sizeof err) ||
-        redis_conn_subscribe(c, 2, sub_argv, sub_argvlen, on_invalidation, h, err, sizeof err))
+    char err[600];
+    long long id = 0;
+    redis_sub_close(h->sub);
+    h->sub = redis_sub_open(h->loop, &h->config.queue, "__redis__:invalidate", 1.0,
+                            on_invalidation, on_subscription_lost, h, &id, err, sizeof err);
+    if (!h->sub)
         return fail_now(L, err);
-    h->subscribed = 1;
-    return yield_wait(L);
+    lua_pushboolean(L, 1);
+    lua_pushnumber(L, (lua_Number)id);
+    return 2;
 }
 
 /* host.subscribed() -> whether the subscription of host.subscribe_invalidations
- * still holds (false once its connection ended). */
+ * still holds. */
 static int l_host_subscribed(lua_State *L)
 {
-    lua_pushboolean(L, host_of(L)->subscribed);
+    lua_pushboolean(L, redis_sub_alive(host_of(L)->sub));
     return 1;
 }
 

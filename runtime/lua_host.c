@@ -13,6 +13,7 @@
 #include "host_api.h"
 #include "php_value.h"
 #include "redis_conn.h"
+#include "redis_sub.h"
 #include "supervisor.h"
 
 extern int luaopen_cjson(lua_State *L);
@@ -101,8 +102,8 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     host_api_register(h);
 
     const struct redis_settings *settings[HOST_CONNS] = {&config->queue, &config->cache,
-                                                         &config->queue, &config->queue};
-    const char *labels[HOST_CONNS] = {"queue", "cache", "queue", "queue"};
+                                                         &config->queue};
+    const char *labels[HOST_CONNS] = {"queue", "cache", "queue"};
     for (int i = 0; i < HOST_CONNS; i++) {
         const int scripted = i == HOST_QUEUE_CONN || i == HOST_CACHE_CONN;
         h->conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &h->scripts : NULL, labels[i]);
@@ -244,6 +245,8 @@ void host_close(struct host *h)
     h->closing = 1;
     if (h->loop)
         ev_timer_stop(h->loop, &h->wait_timer);
+    redis_sub_close(h->sub);
+    h->sub = NULL;
     for (int i = 0; i < HOST_CONNS; i++) {
         redis_conn_free(h->conns[i]);
         h->conns[i] = NULL;

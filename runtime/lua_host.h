@@ -18,6 +18,7 @@
 
 struct redis_conn;
 struct supervisor_slot;
+struct redis_sub;
 
 struct host {
     lua_State *L;
@@ -26,13 +27,13 @@ struct host {
     struct ev_loop *loop;
     struct config config;
     struct scripts scripts;
-    struct redis_conn *conns[4];    /* by HOST_*_CONN */
+    struct redis_conn *conns[3];    /* by HOST_*_CONN */
     ev_timer sleep_timer;
     ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
     int blocking;                   /* a host.wait_notify BLPOP is in flight */
     int unblock_wanted;             /* end it as soon as its client id is known */
     long long block_client_id;      /* CLIENT ID of HOST_BLOCK_CONN, 0 until known */
-    int subscribed;                 /* HOST_SUB_CONN listens to __redis__:invalidate */
+    struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
     int invalidated;                /* an invalidation came since host.take_invalidated */
     ev_signal signals[6];
     volatile int quit;              /* TERM, INT or QUIT arrived */
@@ -57,15 +58,9 @@ struct host {
 
 /* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
  * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
- * TRACKING that reports changes of the delayed sets to HOST_SUB_CONN, subscribed
- * to __redis__:invalidate (see host.subscribe_invalidations). */
-enum {
-    HOST_QUEUE_CONN = 0,
-    HOST_CACHE_CONN = 1,
-    HOST_BLOCK_CONN = 2,
-    HOST_SUB_CONN = 3,
-    HOST_CONNS = 4
-};
+ * TRACKING that reports changes of the delayed sets to h->sub (see
+ * host.subscribe_invalidations). */
+enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS = 3 };
 
 /* Sets up h (state, loop, connections, signal watchers); takes ownership of
  * scripts. Returns 0, or -1 with err set. */

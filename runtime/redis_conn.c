@@ -31,7 +31,6 @@ struct pending {
     char **argv;
     size_t *argvlen;
     int retried;
-    int subscription;     /* called for every message until the connection ends */
 };
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -168,11 +167,6 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
-    if (p->subscription && reply) {
-        if (ac != c->failed_ac)
-            p->fn(p->data, reply, NULL);
-        return;  /* hiredis calls it once more, with NULL, when the connection ends */
-    }
     if (reply && ac == c->failed_ac) {
         p->fn(p->data, NULL, c->setup_error);
     } else if (reply) {
@@ -206,29 +200,16 @@ int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const 
     return 0;
 }
 
-int redis_conn_subscribe(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
-                         redis_conn_reply_fn *fn, void *data, char *err, size_t errlen)
-{
-    struct pending *p = calloc(1, sizeof *p);
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    p->conn = c;
-    p->fn = fn;
-    p->data = data;
-    p->subscription = 1;
-    if (send_pending(c, p, argc, argv, argvlen, err, errlen)) {
-        free(p);
-        return -1;
-    }
-    return 0;
-}
-
 void redis_conn_flush(struct redis_conn *c)
 {
-    if (c->ac && (c->ac->c.flags & REDIS_CONNECTED))
-        redisAsyncHandleWrite(c->ac);
+    /* The context's own write, not redisAsyncHandleWrite: this may run inside one of
+     * the context's callbacks, and hiredis' async layer frees the context on the
+     * spot when that write fails. A failure here stays in c->ac->c.err, which the
+     * async layer handles when the loop next reads or writes. */
+    int done;
+    if (c->ac && (c->ac->c.flags & REDIS_CONNECTED) &&
+        !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) && !c->ac->c.err)
+        redisBufferWrite(&c->ac->c, &done);
 }
 
 unsigned long redis_conn_connects(const struct redis_conn *c)

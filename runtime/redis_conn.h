@@ -33,11 +33,6 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
 int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
                        redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
 
-/* Queues SUBSCRIBE (argv[0]): fn is called for its confirmation and every message,
- * and once more with reply == NULL when the connection ends. Same return contract. */
-int redis_conn_subscribe(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
-                         redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
-
 /* How many connections c has opened so far: a change means a new connection, which
  * has none of the previous one's client state (CLIENT TRACKING, say). */
 unsigned long redis_conn_connects(const struct redis_conn *c);
@@ -49,7 +44,7 @@ int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, 
                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
 
 /* Writes the commands queued on c now, as far as the socket takes them, instead of
- * when the loop next runs. */
+ * when the loop next runs. Safe inside a reply callback of c. */
 void redis_conn_flush(struct redis_conn *c);
 
 /* "host:port/db", for messages (never the password). */

@@ -492,14 +492,16 @@ local BATCH_MAX, BATCH_BUDGET = 32, 0.05
 local ahead = { q = nil, jobs = {}, next = 1, at = 0 }
 local batch_size = 1
 
+-- Raises what Redis raises; the jobs then stay ahead, to be given back on the next
+-- try (unless their reservations ran out meanwhile: unreserve skips those).
 local function give_back()
     if ahead.next > #ahead.jobs then return end
     local q, rest = ahead.q, {}
     for i = ahead.next, #ahead.jobs do rest[#rest + 1] = ahead.jobs[i] end
-    ahead.jobs, ahead.next = {}, 1
     batch_size = 1
     host.report_batch(q)  -- no jobs ahead, before they go back
     queue.unreserve(q, rest)
+    ahead.jobs, ahead.next = {}, 1
 end
 
 -- The next job reserved ahead and its index in the batch, or nil.
@@ -625,8 +627,6 @@ local function idle_wait(queues)
     local bound = idle_bound()
     if bound <= 0 then return end
     local ok, err = task.run(function()
-        track_delayed_sets(queues)
-        host.take_invalidated()
         local open = {}
         for _, q in ipairs(queues) do
             if not queue_paused(q) then open[#open + 1] = q end
@@ -636,7 +636,10 @@ local function idle_wait(queues)
             return
         end
         local wait, exact = bound, false
+        host.take_invalidated()
         local due = queue.next_due(open)
+        -- after a first command: a Redis still loading its data refuses it
+        track_delayed_sets(queues)
         local notify = {}
         for i, q in ipairs(open) do
             notify[i] = select(4, queue.keys(q))

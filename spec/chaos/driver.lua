@@ -407,6 +407,17 @@ local EXPECTED_LINES = {
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
     "^%[[^%]]+%] error while taking a job: LOADING ",
     "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
+    -- a failing job one of whose attempts was cut short (a kill, the Redis restart)
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) failed: Illuminate\\Queue\\"
+        .. "MaxAttemptsExceededException: ",
+    -- a killed worker's jobs reserved ahead, settled by the next process
+    "^%[[^%]]+%] the previous process left jobs reserved ahead: %d+ given back to the queue, "
+        .. "%d+ finished %(deleted again%)$",
+    "^%[[^%]]+%] could not settle the jobs the previous process left, which come back after "
+        .. "retry_after: Redis ",
+    "^%[[^%]]+%] could not give back the jobs reserved ahead, which come back after "
+        .. "retry_after: Redis ",
+    "^%[[^%]]+%] %d+ job delete%(s%) did not reach Redis %(Redis ",
 }
 
 local function expected_line(line)
