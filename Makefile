@@ -6,6 +6,7 @@
 #   make test       install what is missing, build, run every spec
 #   make bench      luaworker against php artisan queue:work (examples/bench/)
 #   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
+#   make valgrind   memcheck over 1,000 jobs: no definite leak, no error (spec/valgrind/)
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
 #
@@ -49,8 +50,9 @@ DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
             php-cli php-redis php-sqlite3 php-laravel-framework
 DEB_FUZZ  = clang libclang-rt-14-dev
+DEB_VALGRIND = valgrind
 
-.PHONY: all deps test demo bench clean install fuzz fuzz-run
+.PHONY: all deps test demo bench clean install fuzz fuzz-run valgrind
 
 all: luaworker
 
@@ -90,6 +92,15 @@ demo: deps
 bench: deps
 	$(MAKE) luaworker
 	examples/bench/bench.sh
+
+# make valgrind: every process of a run over 1,000 jobs (the supervisor, its
+# workers, the commands) under memcheck on a private redis-server; fails on a
+# definite leak or any memcheck error (spec/valgrind/run). Needs a build without
+# a sanitizer: run make clean first after a SANITIZER build.
+valgrind:
+	$(MAKE) deps EXTRA_DEBS="$(DEB_VALGRIND)"
+	$(MAKE) luaworker
+	spec/valgrind/run
 
 install: luaworker
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts
