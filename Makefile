@@ -8,6 +8,7 @@
 #   make chaos      the chaos soak, long: CHAOS_JOBS (50000) jobs while workers are
 #                   killed and the supervisor and redis-server restarted (spec/chaos/)
 #   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
+#   make valgrind   memcheck over 1,000 jobs: no definite leak, no error (spec/valgrind/)
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
 #
@@ -51,8 +52,9 @@ DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
             php-cli php-redis php-sqlite3 php-laravel-framework
 DEB_FUZZ  = clang libclang-rt-14-dev
+DEB_VALGRIND = valgrind
 
-.PHONY: all deps test demo bench chaos clean install fuzz fuzz-run
+.PHONY: all deps test demo bench chaos clean install fuzz fuzz-run valgrind
 
 all: luaworker
 
@@ -105,6 +107,15 @@ chaos: deps
 	$(MAKE) luaworker
 	lua5.2 spec/chaos/driver.lua --jobs=$(CHAOS_JOBS) --seed=$(CHAOS_SEED) --processes=4 \
 	    --kills=12 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
+
+# make valgrind: every process of a run over 1,000 jobs (the supervisor, its
+# workers, the commands) under memcheck on a private redis-server; fails on a
+# definite leak or any memcheck error (spec/valgrind/run). Needs a build without
+# a sanitizer: run make clean first after a SANITIZER build.
+valgrind:
+	$(MAKE) deps EXTRA_DEBS="$(DEB_VALGRIND)"
+	$(MAKE) luaworker
+	spec/valgrind/run
 
 install: luaworker
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts

@@ -103,7 +103,7 @@ static int check_value(const struct cli_option *o, const char *v, char *err, siz
         return -1;
     case CLI_SECONDS:
         errno = 0;
-        if (isdigit((unsigned char)*v) || *v == '.') {
+        if (*v && strspn(v, "0123456789.") == strlen(v) && strchr(v, '.') == strrchr(v, '.')) {
             double d = strtod(v, &end);
             if (!errno && !*end && d >= 0 && d < 1e9)
                 return 0;
@@ -114,8 +114,11 @@ static int check_value(const struct cli_option *o, const char *v, char *err, siz
         for (const char *p = v;;) {
             if (!isdigit((unsigned char)*p))
                 break;
-            while (isdigit((unsigned char)*p))
-                p++;
+            errno = 0;
+            unsigned long long n = strtoull(p, &end, 10);
+            if (errno || n > 2147483647ULL)
+                break;
+            p = end;
             if (*p == '\0')
                 return 0;
             if (*p++ != ',')

@@ -1,12 +1,14 @@
 #include "config.h"
 
 #include "dotenv.h"
+#include "encrypter.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void env_assign(const char *key, const char *value, void *data)
 {
@@ -72,26 +74,26 @@ static int copy(char *dst, size_t size, const char *src, const char *name, char 
     return 0;
 }
 
-/* Parses a whole non-negative decimal integer no larger than max. */
-static int parse_int(const char *s, long max, long *out)
+/* Parses a whole decimal integer from min to max. */
+static int parse_int(const char *s, long min, long max, long *out)
 {
     char *end;
     errno = 0;
     if (!isdigit((unsigned char)*s))
         return -1;
     long v = strtol(s, &end, 10);
-    if (errno || *end || v > max)
+    if (errno || *end || v < min || v > max)
         return -1;
     *out = v;
     return 0;
 }
 
-static int int_var(const char *name, const char *value, long max, int *out,
+static int int_var(const char *name, const char *value, long min, long max, int *out,
                    char *err, size_t errlen)
 {
     long v;
-    if (parse_int(value, max, &v)) {
-        snprintf(err, errlen, "%s=%s: expected a whole number from 0 to %ld", name, value, max);
+    if (parse_int(value, min, max, &v)) {
+        snprintf(err, errlen, "%s=%s: expected a whole number from %ld to %ld", name, value, min, max);
         return -1;
     }
     *out = (int)v;
@@ -104,8 +106,12 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
 {
     const char *p = strstr(url, "://");
     if (!p || (strncmp(url, "redis://", 8) && strncmp(url, "tcp://", 6))) {
-        snprintf(err, errlen, "REDIS_URL=%s: expected redis://[user:password@]host[:port][/db] "
-                 "(TLS is not supported)", url);
+        /* the password is never printed: the message shows the URL up to it */
+        const char *at = p ? strrchr(p, '@') : NULL;
+        const char *pw = at ? memchr(p + 3, ':', (size_t)(at - p - 3)) : NULL;
+        int shown = pw ? (int)(pw + 1 - url) : (int)strlen(url);
+        snprintf(err, errlen, "REDIS_URL=%.*s%s: expected redis://[user:password@]host[:port][/db] "
+                 "(TLS is not supported)", shown, url, pw ? "***" : "");
         return -1;
     }
     p += 3;
@@ -132,13 +138,13 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
     char *path = strchr(hostpart, '/');
     if (path) {
         *path++ = '\0';
-        if (*path && int_var("REDIS_URL database", path, 1 << 20, &s->db, err, errlen))
+        if (*path && int_var("REDIS_URL database", path, 0, 1 << 20, &s->db, err, errlen))
             return -1;
     }
     char *colon = strrchr(hostpart, ':');
     if (colon) {
         *colon = '\0';
-        if (int_var("REDIS_URL port", colon + 1, 65535, &s->port, err, errlen))
+        if (int_var("REDIS_URL port", colon + 1, 1, 65535, &s->port, err, errlen))
             return -1;
     }
     if (*hostpart && copy(s->host, sizeof s->host, hostpart, "REDIS_URL host", err, errlen))
@@ -153,8 +159,8 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
     if (copy(s->host, sizeof s->host, env_or("REDIS_HOST", "127.0.0.1"), "REDIS_HOST", err, errlen) ||
         copy(s->username, sizeof s->username, env_or("REDIS_USERNAME", ""), "REDIS_USERNAME", err, errlen) ||
         copy(s->password, sizeof s->password, env_or("REDIS_PASSWORD", ""), "REDIS_PASSWORD", err, errlen) ||
-        int_var("REDIS_PORT", env_or("REDIS_PORT", "6379"), 65535, &s->port, err, errlen) ||
-        int_var(db_var, env_or(db_var, db_default), 1 << 20, &s->db, err, errlen))
+        int_var("REDIS_PORT", env_or("REDIS_PORT", "6379"), 1, 65535, &s->port, err, errlen) ||
+        int_var(db_var, env_or(db_var, db_default), 0, 1 << 20, &s->db, err, errlen))
         return -1;
     /* Laravel's env() maps the literal string "null" to null. */
     if (strcmp(s->password, "null") == 0)
@@ -162,7 +168,29 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
     const char *url = getenv("REDIS_URL");
     if (url && *url && apply_url(s, url, err, errlen))
         return -1;
+    if (!*s->host) {
+        snprintf(err, errlen, "REDIS_HOST=: expected a host name or IP address");
+        return -1;
+    }
     return 0;
+}
+
+/* APP_TIMEZONE must name a zone of the tz database (TZDIR, else
+ * /usr/share/zoneinfo), as PHP's timezone ids do; glibc would take any other
+ * text for UTC without a word. */
+static int check_timezone(const char *tz, char *err, size_t errlen)
+{
+    const char *dir = getenv("TZDIR");
+    char path[512];
+    struct stat st;
+    if (strcmp(tz, "UTC") == 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", tz);
+    if (*tz && *tz != '/' && !strstr(tz, "..") && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return 0;
+    snprintf(err, errlen, "APP_TIMEZONE=%s: expected a tz database zone such as UTC or "
+             "Europe/Paris (none such in %s)", tz, dir && *dir ? dir : "/usr/share/zoneinfo");
+    return -1;
 }
 
 /* ASCII for U+00C0..U+024F (Latin-1 letters, Latin Extended-A and -B), as Laravel's
@@ -269,7 +297,9 @@ int config_load(struct config *c, const char *env_file, int laravel_version,
     if (copy(c->default_queue, sizeof c->default_queue, env_or("REDIS_QUEUE", "default"),
              "REDIS_QUEUE", err, errlen) ||
         copy(c->timezone, sizeof c->timezone, env_or("APP_TIMEZONE", "UTC"), "APP_TIMEZONE",
-             err, errlen))
+             err, errlen) ||
+        check_timezone(c->timezone, err, errlen) ||
+        encrypter_check_app_key(getenv("APP_KEY"), getenv("APP_CIPHER"), err, errlen))
         return -1;
     const char *qc = env_or("QUEUE_CONNECTION", "redis");
     if (strcmp(qc, "sync") == 0 || strcmp(qc, "database") == 0 || strcmp(qc, "sqs") == 0 ||

@@ -1,6 +1,7 @@
 /* config: the settings luaworker shares with the Laravel app, read from the
  * environment with Laravel's variable names and defaults, after an optional `.env`
- * file (real environment variables win). Uses dotenv. */
+ * file (real environment variables win). Uses dotenv, and encrypter to check
+ * APP_KEY and APP_CIPHER. */
 #ifndef LUAWORKER_CONFIG_H
 #define LUAWORKER_CONFIG_H
 

@@ -319,6 +319,36 @@ static int encrypter_key_check(const struct encrypter_cipher *c, size_t keylen, 
     return -1;
 }
 
+int encrypter_check_app_key(const char *app_key, const char *cipher, char *err, size_t errlen)
+{
+    const char *name = cipher ? cipher : ENCRYPTER_DEFAULT_CIPHER;
+    const struct encrypter_cipher *c = encrypter_cipher_find(name, strlen(name));
+    unsigned char key[ENCRYPTER_B64_MAX_DECODED(ENCRYPTER_B64_LEN(32))];
+    size_t len = app_key ? strlen(app_key) : 0, keylen = len;
+    int rc = -1;
+    if (!c) {
+        snprintf(err, errlen, "APP_CIPHER=%.40s: expected AES-128-CBC, AES-256-CBC, AES-128-GCM "
+                 "or AES-256-GCM", name);
+        return -1;
+    }
+    if (len >= 7 && memcmp(app_key, "base64:", 7) == 0) {
+        if (len - 7 > ENCRYPTER_B64_LEN(32) || encrypter_b64_decode(app_key + 7, len - 7, key, &keylen)) {
+            snprintf(err, errlen, "APP_KEY: expected \"base64:\" and the base64 of a %zu-byte key "
+                     "for %s", c->key_len, c->name);
+            goto done;
+        }
+    }
+    if (len > 0 && keylen != c->key_len) {
+        snprintf(err, errlen, "APP_KEY: a %zu-byte key, expected %zu bytes for %s", keylen,
+                 c->key_len, c->name);
+        goto done;
+    }
+    rc = 0;
+done:
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
 /* enc.key(app_key[, cipher]) -> key | nil, message
  * app_key is APP_KEY as configured: "base64:" and the base64 of the key, or
  * the key bytes themselves.  The key returned is the raw bytes. */

@@ -19,7 +19,16 @@
 #ifndef LUAWORKER_ENCRYPTER_H
 #define LUAWORKER_ENCRYPTER_H
 
+#include <stddef.h>
+
 #include <lua.h>
+
+/* Checks APP_KEY and APP_CIPHER as the worker would use them, before it starts:
+ * cipher (NULL for AES-256-CBC) must be one of the four, and app_key (NULL or
+ * "" for none: only an encrypted job then fails) "base64:" and valid base64 of
+ * a key of the cipher's length, or that many raw bytes.  Returns 0, or -1 with
+ * err naming the variable and what was expected (never the key). */
+int encrypter_check_app_key(const char *app_key, const char *cipher, char *err, size_t errlen);
 
 /* Pushes the module table (stack effect +1).  The host registers it as
  * package.preload["luaworker.encrypter"]. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -36,7 +37,8 @@ int main(int argc, char **argv)
 
     int laravel_version = atoi(option_value(&cli, "laravel-version"));
     if (laravel_version < 8 || laravel_version > 13) {
-        fprintf(stderr, "luaworker: --laravel-version=%d: expected 8 to 13\n", laravel_version);
+        fprintf(stderr, "luaworker: --laravel-version=%s: expected 8 to 13\n",
+                option_value(&cli, "laravel-version"));
         return 2;
     }
     struct config config;
@@ -47,6 +49,13 @@ int main(int argc, char **argv)
     /* Console times are in the app's timezone, as Laravel prints them. */
     setenv("TZ", config.timezone, 1);
     tzset();
+
+    struct stat st;
+    const char *handlers = option_value(&cli, "handlers");
+    if (handlers && (stat(handlers, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "luaworker: --handlers=%s: not a directory\n", handlers);
+        return 2;
+    }
 
     char dir[4096];
     struct scripts scripts;

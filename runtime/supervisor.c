@@ -53,6 +53,7 @@ struct worker {
 struct supervisor {
     struct ev_loop *loop;
     char **argv;
+    int exe_fd;              /* this binary, opened at start: each worker runs it */
     int nworkers;
     struct worker *workers;
     ev_signal signals[6];
@@ -502,7 +503,9 @@ static void spawn(struct worker *w)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execv("/proc/self/exe", s->argv);
+        /* fexecve, not execv("/proc/self/exe"): the same binary even when the file
+         * was replaced since, and the one valgrind --trace-children follows */
+        fexecve(s->exe_fd, s->argv, environ);
         fprintf(stderr, "luaworker: cannot start a worker: %s\n", strerror(errno));
         _exit(70);
     }
@@ -599,8 +602,13 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
     s.argv = argv;
     s.nworkers = processes;
     s.workers = calloc((size_t)processes, sizeof *s.workers);
-    if (!s.loop || !s.workers) {
-        fprintf(stderr, "luaworker: cannot start the supervisor\n");
+    s.exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (!s.loop || !s.workers || s.exe_fd < 0) {
+        fprintf(stderr, "luaworker: cannot start the supervisor%s%s\n",
+                s.exe_fd < 0 ? ": /proc/self/exe: " : "", s.exe_fd < 0 ? strerror(errno) : "");
+        free(s.workers);
+        if (s.exe_fd >= 0)
+            close(s.exe_fd);
         return 70;
     }
     const int signums[6] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT, SIGHUP};
@@ -647,5 +655,6 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
     ev_ref(s.loop);
     ev_timer_stop(s.loop, &s.poll);
     free(s.workers);
+    close(s.exe_fd);
     return s.exit_code;
 }

@@ -172,6 +172,27 @@ describe("luaworker command line", function()
         rejects({ "size", "--scripts=/nonexistent" }, "--scripts=/nonexistent: not a directory")
     end)
 
+    -- Values the checks above let through before.
+    local BAD_VALUES = {
+        { { "work", "--sleep=" }, "--sleep=: expected a number of seconds of 0 or more" },
+        { { "work", "--sleep=0x10" }, "--sleep=0x10: expected a number of seconds of 0 or more" },
+        { { "work", "--rest=1e3" }, "--rest=1e3: expected a number of seconds of 0 or more" },
+        { { "work", "--block-for=1.5.2" }, "--block-for=1.5.2: expected a number of seconds of 0 or more" },
+        { { "work", "--backoff=1,2147483648" },
+            "--backoff=1,2147483648: expected seconds, or a comma-separated list such as 1,5,10" },
+        { { "work", "--laravel-version=007" }, "--laravel-version=007: expected 8 to 13" },
+        { { "work", "--laravel-version=14" }, "--laravel-version=14: expected 8 to 13" },
+        { { "work", "--processes=0" }, "--processes=0: expected 1 or more" },
+        { { "work", "--handlers=/nonexistent" }, "--handlers=/nonexistent: not a directory" },
+        { { "work", "--once", "--handlers=/nonexistent" }, "--handlers=/nonexistent: not a directory" },
+        { { "push", "App\\Jobs\\X", "--retry-until=-5" }, "--retry-until=-5: expected a whole number of 0 or more" },
+    }
+    for _, case in ipairs(BAD_VALUES) do
+        it("rejects " .. table.concat(case[1], " ", 2), function()
+            rejects(case[1], case[2])
+        end)
+    end
+
     it("takes an option's value from the next argument", function()
         H.flush()
         local r = H.run({ "push", "App\\Jobs\\X", "--queue", "emails", "--tries", "4" })

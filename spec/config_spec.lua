@@ -7,7 +7,8 @@ local H = require "spec.helpers"
 -- (H.run cannot unset them: its `false` puts "-u" after the assignments, which env
 -- then takes for the command).
 local VARS = { "APP_NAME", "REDIS_PREFIX", "REDIS_DB", "REDIS_QUEUE", "REDIS_URL", "REDIS_PASSWORD",
-    "REDIS_USERNAME", "CACHE_PREFIX", "REDIS_CACHE_DB", "SPEC_BASE", "PART" }
+    "REDIS_USERNAME", "CACHE_PREFIX", "REDIS_CACHE_DB", "SPEC_BASE", "PART", "APP_KEY", "APP_CIPHER",
+    "APP_TIMEZONE", "QUEUE_CONNECTION", "TZDIR" }
 for _, k in ipairs(VARS) do
     assert(os.getenv(k) == nil, "spec/config_spec.lua needs " .. k .. " unset")
 end
@@ -47,6 +48,22 @@ local function env_file(text)
     local path = H.tmpdir() .. "/.env"
     H.write_file(path, text)
     return path
+end
+
+-- Connections the spec's redis-server has accepted so far (INFO stats).
+local function connections()
+    return tonumber(H.r("INFO", "stats"):match("total_connections_received:(%d+)"))
+end
+
+-- Asserts that `luaworker push` with vars (and extra args) exits 2 with message
+-- as its one line on stderr, without connecting to Redis.
+local function rejects(vars, message, extra)
+    local before = connections()
+    local args = { "push", "App\\Jobs\\X" }
+    for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+    local r = run(args, vars)
+    assert.are.same({ status = 2, stdout = "", stderr = "luaworker: " .. message .. "\n" }, r)
+    assert.are.equal(before, connections(), "no connection to Redis")
 end
 
 -- The keys `luaworker restart` created in database db.
@@ -167,6 +184,28 @@ describe("--env-file", function()
         assert.are.same({}, keys(0))
     end)
 
+    -- Each malformed file, and the line (file:line: what was expected) it gets.
+    local BAD_FILES = {
+        { "APP_NAME=\"open\n", ":1: expected a closing '\"'" },
+        { "A=1\nAPP_NAME='open\n", ":2: expected a closing \"'\"" },
+        { "APP_NAME=${NAME\n", ":1: expected ${NAME} with a closing '}'" },
+        { "APP_NAME=\"a\" b\n", ":1: unexpected text after the value" },
+        { "APP_NAME=a\"b\n", ":1: unexpected quote inside an unquoted value" },
+        { "=value\n", ":1: expected a variable name (letters, digits, '_' or '.')" },
+        { "APP NAME=x\n", ":1: expected '=' after the variable name" },
+    }
+    for _, case in ipairs(BAD_FILES) do
+        it("rejects " .. case[1]:gsub("\n", "\\n") .. " with exit 2 naming the file and line", function()
+            local path = env_file(case[1])
+            rejects({}, path .. case[2], { "--env-file=" .. path })
+        end)
+    end
+
+    it("rejects a bad value read from the file as one from the environment", function()
+        local path = env_file("REDIS_DB=two\n")
+        rejects({}, "REDIS_DB=two: expected a whole number from 0 to 1048576", { "--env-file=" .. path })
+    end)
+
     it("rejects a missing file with exit 2", function()
         local path = H.tmpdir() .. "/missing.env"
         local r = run({ "push", "App\\Jobs\\X", "--env-file=" .. path })
@@ -175,11 +214,64 @@ describe("--env-file", function()
     end)
 end)
 
+-- Every variable luaworker reads, with a bad value and the one line it gets.
+local BAD_VARS = {
+    { { REDIS_PORT = "abc" }, "REDIS_PORT=abc: expected a whole number from 1 to 65535" },
+    { { REDIS_PORT = "" }, "REDIS_PORT=: expected a whole number from 1 to 65535" },
+    { { REDIS_PORT = "-1" }, "REDIS_PORT=-1: expected a whole number from 1 to 65535" },
+    { { REDIS_PORT = "0" }, "REDIS_PORT=0: expected a whole number from 1 to 65535" },
+    { { REDIS_PORT = "65536" }, "REDIS_PORT=65536: expected a whole number from 1 to 65535" },
+    { { REDIS_PORT = "6379 " }, "REDIS_PORT=6379 : expected a whole number from 1 to 65535" },
+    { { REDIS_HOST = "" }, "REDIS_HOST=: expected a host name or IP address" },
+    { { REDIS_HOST = string.rep("h", 256) }, "REDIS_HOST: value is too long (at most 255 bytes)" },
+    { { REDIS_DB = "-1" }, "REDIS_DB=-1: expected a whole number from 0 to 1048576" },
+    { { REDIS_DB = "1048577" }, "REDIS_DB=1048577: expected a whole number from 0 to 1048576" },
+    { { REDIS_CACHE_DB = "one" }, "REDIS_CACHE_DB=one: expected a whole number from 0 to 1048576" },
+    { { REDIS_PASSWORD = string.rep("p", 512) }, "REDIS_PASSWORD: value is too long (at most 511 bytes)" },
+    { { REDIS_USERNAME = string.rep("u", 256) }, "REDIS_USERNAME: value is too long (at most 255 bytes)" },
+    { { REDIS_URL = "127.0.0.1:6379" }, "REDIS_URL=127.0.0.1:6379: expected "
+        .. "redis://[user:password@]host[:port][/db] (TLS is not supported)" },
+    { { REDIS_URL = "rediss://user:secret@127.0.0.1:6379" }, "REDIS_URL=rediss://user:***: expected "
+        .. "redis://[user:password@]host[:port][/db] (TLS is not supported)" },
+    { { REDIS_URL = "redis://127.0.0.1:port" }, "REDIS_URL port=port: expected a whole number from 1 to 65535" },
+    { { REDIS_URL = "redis://127.0.0.1:0" }, "REDIS_URL port=0: expected a whole number from 1 to 65535" },
+    { { REDIS_URL = "redis://127.0.0.1/x" }, "REDIS_URL database=x: expected a whole number from 0 to 1048576" },
+    { { REDIS_PREFIX = string.rep("p", 256) }, "REDIS_PREFIX: value is too long (at most 255 bytes)" },
+    { { CACHE_PREFIX = string.rep("c", 256) }, "CACHE_PREFIX: value is too long (at most 255 bytes)" },
+    { { REDIS_QUEUE = string.rep("q", 256) }, "REDIS_QUEUE: value is too long (at most 255 bytes)" },
+    { { QUEUE_CONNECTION = string.rep("c", 64) }, "QUEUE_CONNECTION: value is too long (at most 63 bytes)" },
+    { { APP_TIMEZONE = "Mars/Olympus" }, "APP_TIMEZONE=Mars/Olympus: expected a tz database zone such as "
+        .. "UTC or Europe/Paris (none such in /usr/share/zoneinfo)" },
+    { { APP_TIMEZONE = "../../etc/passwd" }, "APP_TIMEZONE=../../etc/passwd: expected a tz database zone "
+        .. "such as UTC or Europe/Paris (none such in /usr/share/zoneinfo)" },
+    { { APP_CIPHER = "AES-512-CBC" },
+        "APP_CIPHER=AES-512-CBC: expected AES-128-CBC, AES-256-CBC, AES-128-GCM or AES-256-GCM" },
+    { { APP_KEY = "base64:not base64!" },
+        "APP_KEY: expected \"base64:\" and the base64 of a 32-byte key for AES-256-CBC" },
+    { { APP_KEY = "base64:MDEyMzQ1Njc4OWFiY2RlZg==" }, "APP_KEY: a 16-byte key, expected 32 bytes for AES-256-CBC" },
+    { { APP_KEY = "too short" }, "APP_KEY: a 9-byte key, expected 32 bytes for AES-256-CBC" },
+    { { APP_KEY = "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", APP_CIPHER = "aes-128-gcm" },
+        "APP_KEY: a 32-byte key, expected 16 bytes for AES-128-GCM" },
+}
+
 describe("bad variables", function()
-    it("rejects REDIS_PORT=abc with exit 2 naming the variable", function()
-        local r = run({ "push", "App\\Jobs\\X" }, { REDIS_PORT = "abc" })
-        assert.are.same({ status = 2, stdout = "",
-            stderr = "luaworker: REDIS_PORT=abc: expected a whole number from 0 to 65535\n" }, r)
+    for _, case in ipairs(BAD_VARS) do
+        local name, value = next(case[1])
+        it("rejects " .. name .. "=" .. value:sub(1, 40) .. " with one line and exit 2, before Redis", function()
+            rejects(case[1], case[2])
+        end)
+    end
+
+    it("accepts a valid APP_KEY with its APP_CIPHER, and a tz database APP_TIMEZONE", function()
+        push({ APP_KEY = "base64:MDEyMzQ1Njc4OWFiY2RlZg==", APP_CIPHER = "aes-128-gcm",
+            APP_TIMEZONE = "Europe/Paris" })
+        push({ APP_KEY = "0123456789abcdef0123456789abcdef", APP_TIMEZONE = "UTC" })
+    end)
+
+    it("never prints the password of a REDIS_URL", function()
+        local r = run({ "push", "App\\Jobs\\X" }, { REDIS_URL = "tls://:s3cret@127.0.0.1" })
+        assert.are.equal(2, r.status)
+        assert.is_nil(r.stderr:find("s3cret", 1, true))
     end)
 
     it("rejects REDIS_DB=x with exit 2 naming the variable", function()
