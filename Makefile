@@ -65,9 +65,10 @@ $(OBJ)/%.o: runtime/%.c | $(OBJ)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # Host-side Lua is compiled into the binary: runtime/worker.lua is module
-# "luaworker.worker", runtime/luaworker.lua is "luaworker".
+# "luaworker.worker", runtime/luaworker.lua is "luaworker". LUAJIT_BFLAGS=-g keeps
+# file and line information (for jit.p profiles and tracebacks).
 $(OBJ)/%.lua.o: runtime/%.lua | $(OBJ)
-	$(LUAJIT) -b -n $(if $(filter luaworker,$*),luaworker,luaworker.$*) $< $@
+	$(LUAJIT) -b $(LUAJIT_BFLAGS) -n $(if $(filter luaworker,$*),luaworker,luaworker.$*) $< $@
 
 $(OBJ):
 	mkdir -p $@

@@ -4,8 +4,7 @@
 local host = require "luaworker.host"
 
 local WAIT = host.WAIT
-local co_create, co_resume, co_status, co_yield =
-    coroutine.create, coroutine.resume, coroutine.status, coroutine.yield
+local co_create, co_resume, co_yield = coroutine.create, coroutine.resume, coroutine.yield
 local select, unpack, traceback = select, unpack, debug.traceback
 
 local M = {}
@@ -25,14 +24,30 @@ local function error_text(err)
     return text, text
 end
 
--- Runs fn(...) in a new coroutine until it returns. Returns true, results... or
--- false, error value, traceback (the error is never raised). A yield that is not a
--- host wait (coroutine.yield called by the function itself) is an error. After
+-- Coroutines are reused: each runs functions one after the other, yielding DONE
+-- and the results after each (a tail call, so its stack does not grow). One that
+-- raised, or was left waiting on a yield of its own, is dropped.
+local DONE = {}
+local pool, pooled = {}, 0
+
+local function loop(fn, ...)
+    return loop(co_yield(DONE, fn(...)))
+end
+
+-- Runs fn(...) in a coroutine of its own until it returns. Returns true, results...
+-- or false, error value, traceback (the error is never raised). A yield that is not
+-- a host wait (coroutine.yield called by the function itself) is an error. After
 -- "not enough memory" a full collection runs, so that what the coroutine held is
 -- freed before the error is handled.
 function M.run(fn, ...)
-    local co = co_create(fn)
-    local res = pack(co_resume(co, ...))
+    local co
+    if pooled > 0 then
+        co, pool[pooled] = pool[pooled], nil
+        pooled = pooled - 1
+    else
+        co = co_create(loop)
+    end
+    local res = pack(co_resume(co, fn, ...))
     while true do
         if not res[1] then
             local err, text = error_text(res[2])
@@ -43,8 +58,10 @@ function M.run(fn, ...)
             end
             return false, err, trace
         end
-        if co_status(co) == "dead" then
-            return unpack(res, 1, res.n)
+        if res[2] == DONE then
+            pooled = pooled + 1
+            pool[pooled] = co
+            return true, unpack(res, 3, res.n)
         end
         if res[2] ~= WAIT then
             local msg = "coroutine.yield() called by a handler outside a coroutine of its own"

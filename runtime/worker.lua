@@ -53,6 +53,7 @@ local function exception_info(err, trace)
 end
 
 local function fire(name, job, exc, extra)
+    if not events.has(name) then return true end
     local event = { connection_name = worker.connection_name, job = job,
         exception = exc and exc.value or nil }
     if extra then
