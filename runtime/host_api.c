@@ -469,49 +469,184 @@ static int l_host_supervised(lua_State *L)
     return 1;
 }
 
-/* host.report_batch(queue, payload, reserved, ...): tells the supervisor the jobs
- * one pop reserved (a 'B' frame, see supervisor.h); the jobs of the batch are then
- * numbered from 1 in host.report_start. No-op when not supervised. */
+/* Sends a 'B' frame with the next batch number (from 1: a zeroed slot names no
+ * batch) and the parts (the queue, then payload and reserved copy of each job).
+ * Returns the batch number; 0 when not supervised. */
+static uint32_t send_batch(struct host *h, int nparts, const char *const *parts,
+                           const size_t *lens)
+{
+    if (h->supervisor_fd < 0)
+        return 0;
+    size_t total = 4;
+    for (int i = 0; i < nparts; i++)
+        total += 4 + lens[i];
+    char *body = malloc(total);
+    if (!body)
+        return 0;
+    uint32_t number = ++h->batch;
+    memcpy(body, &number, 4);
+    char *p = body + 4;
+    for (int i = 0; i < nparts; i++) {
+        uint32_t n = (uint32_t)lens[i];
+        memcpy(p, &n, 4);
+        memcpy(p + 4, parts[i], lens[i]);
+        p += 4 + lens[i];
+    }
+    const char *frame = body;
+    supervisor_send(h->supervisor_fd, 'B', &frame, &total, 1);
+    free(body);
+    return number;
+}
+
+/* host.report_batch(queue, payload, reserved, ...) -> batch number: tells the
+ * supervisor the jobs one pop reserved (a 'B' frame, see supervisor.h). 0 when not
+ * supervised. */
 static int l_host_report_batch(lua_State *L)
 {
     struct host *h = host_of(L);
     int n = lua_gettop(L);
     luaL_checkstring(L, 1);
-    luaL_argcheck(L, n % 2 == 1, n, "expected payload and reserved copy pairs");
-    if (h->supervisor_fd < 0)
-        return 0;
-    h->batch++;  /* from 1: a zeroed slot names no batch */
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    luaL_addlstring(&b, (const char *)&h->batch, 4);
-    for (int i = 1; i <= n; i++) {
-        size_t len;
-        const char *s = lua_tolstring(L, i, &len);
-        uint32_t n32 = (uint32_t)len;
-        luaL_addlstring(&b, (const char *)&n32, 4);
-        luaL_addlstring(&b, s, len);
+    luaL_argcheck(L, n % 2 == 1 && n <= MAX_COMMAND_ARGS, n,
+                  "expected payload and reserved copy pairs");
+    const char *parts[MAX_COMMAND_ARGS];
+    size_t lens[MAX_COMMAND_ARGS];
+    for (int i = 0; i < n; i++)
+        parts[i] = luaL_checklstring(L, i + 1, &lens[i]);
+    lua_pushnumber(L, send_batch(h, n, parts, lens));
+    return 1;
+}
+
+/* A prefetch's reply: its jobs go to the supervisor at once (the process may end
+ * before Lua looks at them), and the reply waits in the registry, as a table
+ * {ok=, reply=, batch=, message=, kind=}, for host.prefetched. */
+static void on_prefetch(void *data, const redisReply *reply, const char *lost)
+{
+    struct host *h = data;
+    if (h->closing || h->finished)
+        return;
+    lua_State *L = h->L;
+    lua_createtable(L, 0, 4);
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "ok");
+        if (reply)
+            lua_pushlstring(L, reply->str, reply->len);
+        else
+            lua_pushstring(L, lost);
+        lua_setfield(L, -2, "message");
+        lua_pushstring(L, reply ? "reply" : "connection");
+        lua_setfield(L, -2, "kind");
+    } else {
+        const char *parts[2 * 64 + 1];
+        size_t lens[2 * 64 + 1];
+        int n = 0;
+        parts[n] = h->prefetch_queue;
+        lens[n++] = strlen(h->prefetch_queue);
+        for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i + 1 < reply->elements &&
+                           n + 2 <= 2 * 64 + 1;
+             i += 2) {
+            const redisReply *job = reply->element[i], *reserved = reply->element[i + 1];
+            if (job->type != REDIS_REPLY_STRING || reserved->type != REDIS_REPLY_STRING)
+                continue;
+            parts[n] = job->str;
+            lens[n++] = job->len;
+            parts[n] = reserved->str;
+            lens[n++] = reserved->len;
+        }
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "ok");
+        push_reply(L, reply, 1);
+        lua_setfield(L, -2, "reply");
+        lua_pushnumber(L, n > 1 ? send_batch(h, n, parts, lens) : 0);
+        lua_setfield(L, -2, "batch");
     }
-    luaL_pushresult(&b);
-    size_t len;
-    const char *frame = lua_tolstring(L, -1, &len);
-    supervisor_send(h->supervisor_fd, 'B', &frame, &len, 1);
+    h->prefetching = 0;
+    if (h->prefetch_waiting) {
+        h->prefetch_waiting = 0;
+        lua_xmove(L, h->co, 1);
+        host_resume(h, 1);
+        return;
+    }
+    luaL_unref(L, LUA_REGISTRYINDEX, h->prefetch_ref);
+    h->prefetch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* host.prefetch(queue, nkeys, keys..., args...) -> true | false, message: queues
+ * EVALSHA of scripts/pop.lua on the queue connection (taking at most 64 jobs) and
+ * returns at once; host.prefetched waits for its reply. One at a time. */
+static int l_host_prefetch(lua_State *L)
+{
+    struct host *h = host_of(L);
+    size_t qlen;
+    const char *q = luaL_checklstring(L, 1, &qlen);
+    int nkeys = (int)luaL_checkinteger(L, 2);
+    const struct script *sc = scripts_get(&h->scripts, "pop");
+    if (h->prefetching || h->prefetch_ref != LUA_NOREF)
+        return luaL_error(L, "host.prefetch: a prefetch is already under way");
+    luaL_argcheck(L, qlen < sizeof h->prefetch_queue, 1, "queue name too long");
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int argc = collect_args(L, 3, argv, argvlen);
+    if (nkeys < 0 || nkeys > argc)
+        return luaL_argerror(L, 2, "key count out of range");
+    char err[512];
+    if (!sc || redis_conn_script(h->conns[HOST_QUEUE_CONN], sc, nkeys, argc, argv, argvlen,
+                                 on_prefetch, h, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, sc ? err : "no pop script");
+        return 2;
+    }
+    memcpy(h->prefetch_queue, q, qlen + 1);
+    h->prefetching = 1;
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* host.prefetched() -> the reply of the last host.prefetch, as {ok=true, reply=,
+ * batch=} or {ok=false, message=, kind=}; nil when there is none. Yields until it
+ * came. */
+static int l_host_prefetched(lua_State *L)
+{
+    struct host *h = host_of(L);
+    if (h->prefetch_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, h->prefetch_ref);
+        luaL_unref(L, LUA_REGISTRYINDEX, h->prefetch_ref);
+        h->prefetch_ref = LUA_NOREF;
+        return 1;
+    }
+    if (!h->prefetching)
+        return 0;
+    h->prefetch_waiting = 1;
+    return yield_wait(L);
+}
+
+/* host.report_given_back(batch): tells the supervisor the jobs of that batch not
+ * started went back to their queue (a 'G' frame). */
+static int l_host_report_given_back(lua_State *L)
+{
+    struct host *h = host_of(L);
+    uint32_t number = (uint32_t)luaL_checkinteger(L, 1);
+    const char *body = (const char *)&number;
+    size_t len = 4;
+    if (h->supervisor_fd >= 0)
+        supervisor_send(h->supervisor_fd, 'G', &body, &len, 1);
     return 0;
 }
 
-/* host.report_start(timeout, index): job index (from 1) of the last
- * host.report_batch started; the supervisor ends the process when it runs past
- * timeout seconds (cut to 0..UINT32_MAX, it comes from the payload; 0 = none).
- * No system call. No-op when not supervised. */
+/* host.report_start(timeout, batch, index): job index (from 1) of that batch
+ * started; the supervisor ends the process when it runs past timeout seconds (cut
+ * to 0..UINT32_MAX, it comes from the payload; 0 = none). No system call. No-op
+ * when not supervised. */
 static int l_host_report_start(lua_State *L)
 {
     struct host *h = host_of(L);
     lua_Number seconds = luaL_checknumber(L, 1);
     uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
                                                                              : (uint32_t)seconds;
-    uint32_t index = (uint32_t)luaL_checkinteger(L, 2) - 1;
+    h->job_batch = (uint32_t)luaL_checkinteger(L, 2);
+    h->job_index = (uint32_t)luaL_checkinteger(L, 3) - 1;
     if (h->slot)
-        supervisor_slot_set(h->slot, h->batch, index, 1, timeout);
-    h->job_index = index;
+        supervisor_slot_set(h->slot, h->job_batch, h->job_index, 1, timeout);
     return 0;
 }
 
@@ -520,7 +655,7 @@ static int l_host_report_end(lua_State *L)
 {
     struct host *h = host_of(L);
     if (h->slot)
-        supervisor_slot_set(h->slot, h->batch, h->job_index, 0, 0);
+        supervisor_slot_set(h->slot, h->job_batch, h->job_index, 0, 0);
     return 0;
 }
 
@@ -685,6 +820,9 @@ static const luaL_Reg host_functions[] = {
     {"signals", l_host_signals},
     {"supervised", l_host_supervised},
     {"report_batch", l_host_report_batch},
+    {"report_given_back", l_host_report_given_back},
+    {"prefetch", l_host_prefetch},
+    {"prefetched", l_host_prefetched},
     {"report_start", l_host_report_start},
     {"report_end", l_host_report_end},
     {"report", l_host_report},

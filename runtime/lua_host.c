@@ -81,6 +81,7 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
 {
     memset(h, 0, sizeof *h);
     h->co_ref = LUA_NOREF;
+    h->prefetch_ref = LUA_NOREF;
     h->supervisor_fd = -1;
     h->config = *config;
     h->scripts = *scripts;

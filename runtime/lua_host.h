@@ -44,7 +44,11 @@ struct host {
     char send_error[600];           /* the last one */
     struct supervisor_slot *slot;   /* the job state the supervisor reads, or NULL */
     uint32_t batch;                 /* number of the last 'B' frame sent */
-    uint32_t job_index;             /* index in it of the job started last */
+    uint32_t job_batch, job_index;  /* batch and index of the job started last */
+    int prefetching;                /* a host.prefetch reply is awaited */
+    int prefetch_waiting;           /* the main coroutine waits for it */
+    int prefetch_ref;               /* its reply, in the registry, or LUA_NOREF */
+    char prefetch_queue[256];       /* its queue */
     int finished;                   /* the main coroutine returned or raised */
     int closing;                    /* replies no longer resume Lua */
     int exit_code;

@@ -77,22 +77,45 @@ local function record_id()
     return string.format("%s%012x", id_prefix, id_count)
 end
 
--- Pops up to count (default 1) jobs of q, reserving each until now + retry_after.
--- Returns a list of {payload, reserved copy} pairs in queue order (empty when the
--- list is empty); after them, when the pop stopped at an unusable payload (moved
--- to the failed store, see scripts/pop.lua), its message and record id.
-function M.pop(q, now, retry_after, connection_name, failed_at, count)
+-- The keys and arguments of scripts/pop.lua for up to count jobs of q, reserved
+-- until now + retry_after, and the record id an unusable payload would get.
+local function pop_call(q, now, retry_after, connection_name, failed_at, count)
     local list, _, reserved, notify = M.keys(q)
     local id = record_id()
-    local r = redis.script("queue", "pop",
-        { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
-        { now + retry_after, id, connection_name, q, now, failed_at, count or 1 })
+    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
+        { now + retry_after, id, connection_name, q, now, failed_at, count or 1 }, id
+end
+
+-- A pop reply as a list of {payload, reserved copy} pairs in queue order (empty
+-- when the list was empty); after them, when the pop stopped at an unusable
+-- payload (moved to the failed store, see scripts/pop.lua), its message.
+function M.parse_pop(r)
     local taken = {}
     for i = 1, #r - 1, 2 do
         if r[i] then taken[#taken + 1] = { r[i], r[i + 1] } end
     end
-    if #r % 2 == 1 then return taken, r[#r], id end
+    if #r % 2 == 1 then return taken, r[#r] end
     return taken
+end
+
+-- Pops up to count (default 1) jobs of q, reserving each until now + retry_after.
+-- Returns M.parse_pop's pairs and message, then the failed record's id.
+function M.pop(q, now, retry_after, connection_name, failed_at, count)
+    local keys, args, id = pop_call(q, now, retry_after, connection_name, failed_at, count)
+    local taken, problem = M.parse_pop(redis.script("queue", "pop", keys, args))
+    return taken, problem, problem and id
+end
+
+-- Starts the same pop without waiting (see host.prefetch): its jobs are reported to
+-- the supervisor as soon as they come. Returns the id an unusable payload's failed
+-- record would get; raises when it cannot be sent.
+function M.prefetch(q, now, retry_after, connection_name, failed_at, count)
+    local keys, args, id = pop_call(q, now, retry_after, connection_name, failed_at, count)
+    local n = #keys
+    for i = 1, #args do keys[n + i] = args[i] end
+    local ok, message = host.prefetch(q, n, unpack(keys))
+    if not ok then redis.raise(message, "connection") end
+    return id
 end
 
 -- Gives jobs popped but not started ({payload, reserved copy} pairs, in pop

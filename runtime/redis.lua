@@ -14,6 +14,8 @@ local function raise(message, kind)
     error(setmetatable({ message = message, kind = kind }, RedisError), 0)
 end
 
+M.raise = raise
+
 function M.is_error(v)
     return getmetatable(v) == RedisError
 end

@@ -1,6 +1,7 @@
 #include "supervisor.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +21,9 @@
 /* A worker that ends before it reported ready failed to start; the next start
  * then waits, 1 s doubling up to RESPAWN_MAX seconds. */
 #define RESPAWN_MAX 30.0
+/* Batches kept per worker: the one running, the one reserved ahead of it, and the
+ * one before, whose last deletes may still be unsent. */
+#define BATCHES_KEPT 3
 /* Frames larger than this are refused (a payload is at most a few MB). */
 #define FRAME_MAX (64u << 20)
 
@@ -40,8 +44,12 @@ struct worker {
     size_t in_len, in_cap;
     struct supervisor_slot *slot;  /* shared with the process, NULL when none */
     int slot_fd;
-    char *batch;             /* body of its last 'B' frame, or NULL */
-    size_t batch_len;
+    struct batch {           /* the bodies of its last 'B' frames, oldest first */
+        uint32_t number;
+        char *body;
+        size_t len;
+    } batches[BATCHES_KEPT];
+    int nbatches;
     uint32_t timeout;        /* the timeout of the job it was killed for */
     char *handover;          /* the 'H' body for the next process, or NULL */
     size_t handover_len;
@@ -246,31 +254,31 @@ static void add_handover(struct worker *w, char kind, uint32_t timeout, const ch
     w->handover_len = need;
 }
 
-/* Builds w->handover from the batch of a worker that ended without settling it:
- * the timed-out job, the ended ones (their deletes may be unsent), those not
- * started. A job that was running when it ended otherwise stays reserved, as
- * PHP's would. Returns how many jobs it hands over. */
-static int build_handover(struct worker *w, int timed_out)
+/* Adds the records of batch b to w->handover: its jobs before the one the slot
+ * names (ended: their deletes may be unsent), that job when it ran past its timeout,
+ * and those after it (not started). A job that was running when the process ended
+ * otherwise stays reserved, as PHP's would. Returns how many jobs it hands over. */
+static int hand_over_batch(struct worker *w, const struct batch *b, const struct slot_view *v,
+                           int timed_out)
 {
     const char *q, *payload, *reserved;
-    uint32_t qlen, plen, rlen, batch;
+    uint32_t qlen, plen, rlen;
     size_t off = 4;
     int count = 0;
-    if (!w->batch || w->batch_len < 4 || next_part(w->batch, w->batch_len, &off, &q, &qlen))
+    if (b->len < 4 || next_part(b->body, b->len, &off, &q, &qlen))
         return 0;
-    memcpy(&batch, w->batch, 4);
-    struct slot_view v = {0};
-    if (w->slot)
-        read_slot(w->slot, &v);
-    /* the slot may still describe a job of an earlier batch: none of this one started */
-    long last_started = v.batch == batch ? (long)v.index : -1;
-    for (long i = 0; next_part(w->batch, w->batch_len, &off, &payload, &plen) == 0 &&
-                     next_part(w->batch, w->batch_len, &off, &reserved, &rlen) == 0;
+    /* a batch before the slot's ended; one after it has not started */
+    long last_started = b->number < v->batch    ? LONG_MAX
+                        : b->number == v->batch ? (long)v->index
+                                                : -1;
+    int running = b->number == v->batch && v->running;
+    for (long i = 0; next_part(b->body, b->len, &off, &payload, &plen) == 0 &&
+                     next_part(b->body, b->len, &off, &reserved, &rlen) == 0;
          i++) {
-        char kind = i > last_started                  ? 'G'
-                    : i < last_started || !v.running ? 'D'
-                    : timed_out                       ? 'T'
-                                                      : 0;
+        char kind = i > last_started                ? 'G'
+                    : i < last_started || !running ? 'D'
+                    : timed_out                     ? 'T'
+                                                    : 0;
         if (!kind)
             continue;
         add_handover(w, kind, kind == 'T' ? w->timeout : 0, q, qlen, payload, plen, reserved, rlen);
@@ -279,11 +287,30 @@ static int build_handover(struct worker *w, int timed_out)
     return count;
 }
 
-static void clear_batch(struct worker *w)
+/* Builds w->handover from the batches of a worker that ended without settling
+ * them. Returns how many jobs it hands over. */
+static int build_handover(struct worker *w, int timed_out)
 {
-    free(w->batch);
-    w->batch = NULL;
-    w->batch_len = 0;
+    struct slot_view v = {0};
+    if (w->slot)
+        read_slot(w->slot, &v);
+    int count = 0;
+    for (int i = 0; i < w->nbatches; i++)
+        count += hand_over_batch(w, &w->batches[i], &v, timed_out);
+    return count;
+}
+
+static void drop_batch(struct worker *w, int i)
+{
+    free(w->batches[i].body);
+    memmove(&w->batches[i], &w->batches[i + 1], (size_t)(w->nbatches - i - 1) * sizeof *w->batches);
+    w->nbatches--;
+}
+
+static void clear_batches(struct worker *w)
+{
+    while (w->nbatches > 0)
+        drop_batch(w, 0);
 }
 
 /* Every SUPERVISOR_POLL seconds: ends the process of each job past its timeout. */
@@ -311,13 +338,28 @@ static void on_frame(struct worker *w, char type, const char *body, size_t len)
 {
     switch (type) {
     case 'B': {
-        char *batch = malloc(len ? len : 1);
-        if (!batch)
+        char *copy = malloc(len ? len : 1);
+        if (!copy || len < 4) {
+            free(copy);
             return;
-        memcpy(batch, body, len);
-        clear_batch(w);
-        w->batch = batch;
-        w->batch_len = len;
+        }
+        memcpy(copy, body, len);
+        if (w->nbatches == BATCHES_KEPT)
+            drop_batch(w, 0);
+        struct batch *b = &w->batches[w->nbatches++];
+        memcpy(&b->number, body, 4);
+        b->body = copy;
+        b->len = len;
+        break;
+    }
+    case 'G': {  /* the worker gave that batch's jobs back itself */
+        uint32_t number;
+        if (len < 4)
+            return;
+        memcpy(&number, body, 4);
+        for (int i = 0; i < w->nbatches; i++)
+            if (w->batches[i].number == number)
+                drop_batch(w, i--);
         break;
     }
     case 'R':
@@ -418,7 +460,7 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     w->handover = NULL;
     w->handover_len = 0;
     int handed = clean ? 0 : build_handover(w, timed_out);
-    clear_batch(w);
+    clear_batches(w);
     w->timed_out = 0;
     if (handed && s->stopping)
         say("worker %d (pid %d) ended with %d jobs reserved and no process to take them over: "
@@ -645,7 +687,7 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
     handler_watch_stop(s.watch);
     for (int i = 0; i < processes; i++) {
         free(s.workers[i].in);
-        free(s.workers[i].batch);
+        clear_batches(&s.workers[i]);
         free(s.workers[i].handover);
         if (s.workers[i].slot)
             munmap(s.workers[i].slot, sizeof *s.workers[i].slot);

@@ -15,6 +15,8 @@
  *                         'B' jobs reserved by one pop: a batch number (4 bytes),
  *                         the queue, then each job's payload and reserved copy, as
  *                         parts
+ *                         'G' a batch number (4 bytes): the worker gave back the
+ *                         jobs of that batch it had not started
  *                         'X' exiting: body is the stop reason ("max_jobs"...)
  *   supervisor -> worker  'H' what the previous process left (sent first, before
  *                         the worker's loop starts): records of a kind byte, a

@@ -365,7 +365,7 @@ local function process(job)
     end
     -- the supervisor ends this process if the job runs past its timeout
     local timeout = tonumber(job:timeout()) or options.timeout
-    host.report_start(timeout, job.batch_index)
+    host.report_start(timeout, job.batch or 0, job.batch_index or 1)
     if timeout <= 0 or timeout + HOLD >= options.retry_after then
         -- the deletes of the jobs before it must not wait for a job that may run
         -- past their reservations (see take_ahead)
@@ -485,24 +485,65 @@ end
 
 -- Jobs reserved ahead. When handlers are fast, one pop takes several jobs (each
 -- reserved as by its own Laravel pop) that then run in order: up to BATCH_MAX, as
--- many as the last batch ran in BATCH_BUDGET seconds. The supervisor is told of
--- each batch, so the jobs of a process that dies are settled by the next one
--- (supervisor.h). Jobs held longer than HOLD seconds, or when the worker stops or
--- pauses, go back to the head of their queue as they were (scripts/unreserve.lua).
+-- many as the last batch ran in BATCH_BUDGET seconds. While a full batch runs, the
+-- pop of the next one is under way (Redis works while the handlers do). The
+-- supervisor is told of each batch, so the jobs of a process that dies are
+-- settled by the next one (supervisor.h). Jobs held longer than HOLD seconds, or
+-- when the worker stops or pauses, go back to the head of their queue as they were
+-- (scripts/unreserve.lua).
 local BATCH_MAX, BATCH_BUDGET = 32, 0.05
-local ahead = { q = nil, jobs = {}, next = 1, at = 0 }
+-- the batch being run: queue, {payload, reserved} pairs, the next to run, when it
+-- was popped, when its first job started, its number for the supervisor
+local ahead = { q = nil, jobs = {}, next = 1, at = 0, started = 0, batch = 0 }
+local prefetch  -- {q =, at =, id =} while the pop of the next batch is under way
 local batch_size = 1
 
--- Raises what Redis raises; the jobs then stay ahead, to be given back on the next
--- try (unless their reservations ran out meanwhile: unreserve skips those).
+local function start_prefetch(q, count)
+    if prefetch or count < 2 then return end
+    local now = host.now()
+    local id = queue.prefetch(q, now, options.retry_after, worker.connection_name,
+        os.date("%Y-%m-%d %H:%M:%S", now), count)
+    prefetch = { q = q, at = host.clock(), id = id }
+end
+
+-- Waits for the pop under way. Returns its jobs (maybe none), its queue, the time
+-- it was sent and its batch number; raises what Redis raised.
+local function finish_prefetch()
+    local p = prefetch
+    prefetch = nil
+    local r = host.prefetched()
+    if not r.ok then redis.raise(r.message, r.kind) end
+    local taken, problem = queue.parse_pop(r.reply)
+    report_send_errors()
+    if problem then
+        output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
+            p.q, problem, p.id))
+    end
+    return taken, p.q, p.at, r.batch
+end
+
+-- Gives back jobs of batch number of queue q: the supervisor forgets them first.
+local function unreserve(q, jobs, batch)
+    if #jobs == 0 then return end
+    host.report_given_back(batch)
+    queue.unreserve(q, jobs)
+end
+
+-- Raises what Redis raises; the batch's jobs then stay ahead, to be given back on
+-- the next try (unless their reservations ran out meanwhile: unreserve skips those).
 local function give_back()
-    if ahead.next > #ahead.jobs then return end
-    local q, rest = ahead.q, {}
-    for i = ahead.next, #ahead.jobs do rest[#rest + 1] = ahead.jobs[i] end
     batch_size = 1
-    host.report_batch(q)  -- no jobs ahead, before they go back
-    queue.unreserve(q, rest)
-    ahead.jobs, ahead.next = {}, 1
+    -- the later jobs first: each goes back to the head of its queue
+    if prefetch then
+        local taken, q, _, batch = finish_prefetch()
+        unreserve(q, taken, batch)
+    end
+    if ahead.next <= #ahead.jobs then
+        local rest = {}
+        for i = ahead.next, #ahead.jobs do rest[#rest + 1] = ahead.jobs[i] end
+        unreserve(ahead.q, rest, ahead.batch)
+        ahead.jobs, ahead.next = {}, 1
+    end
 end
 
 -- The next job reserved ahead and its index in the batch, or nil.
@@ -517,22 +558,37 @@ local function take_ahead()
     return ahead.jobs[index], index
 end
 
--- Pops a batch of up to limit jobs from the first queue that has one.
+-- Makes taken (from q, popped at time at, batch number) the batch being run, with
+-- the pop of the next one under way when it is full. Returns its first job, 1.
+local function run_batch(q, taken, at, batch, limit)
+    ahead.q, ahead.jobs, ahead.next, ahead.at, ahead.batch = q, taken, 2, at, batch
+    ahead.started = host.clock()
+    if #taken == batch_size then start_prefetch(q, math.min(batch_size, limit - #taken)) end
+    return taken[1], 1
+end
+
+-- The first job of the next batch: the one under way, else a pop of up to limit
+-- jobs from the first queue that has one.
 local function pop_batch(queues, limit)
     if #ahead.jobs > 0 then
-        local per_job = (host.clock() - ahead.at) / #ahead.jobs
+        local per_job = (host.clock() - ahead.started) / #ahead.jobs
         batch_size = math.max(1, math.min(BATCH_MAX, math.floor(BATCH_BUDGET / math.max(per_job, 1e-6))))
     end
     ahead.jobs, ahead.next = {}, 1
+    if prefetch then
+        local taken, q, at, batch = finish_prefetch()
+        if #taken > 0 then
+            if not queue_paused(q) then return run_batch(q, taken, at, batch, limit) end
+            unreserve(q, taken, batch)
+        end
+    end
     for _, q in ipairs(queues) do
         if not queue_paused(q) then
             local taken = pop(q, math.min(batch_size, limit))
             if #taken > 0 then
-                ahead.q, ahead.jobs, ahead.next, ahead.at = q, taken, 2, host.clock()
                 local flat = {}
                 for i, job in ipairs(taken) do flat[2 * i - 1], flat[2 * i] = job[1], job[2] end
-                host.report_batch(q, unpack(flat))
-                return taken[1], 1
+                return run_batch(q, taken, host.clock(), host.report_batch(q, unpack(flat)), limit)
             end
         end
     end
@@ -562,7 +618,7 @@ local function get_next_job(queues, limit)
         end
         local job = jobs.new(worker, q, raw, reserved, payload)
         job.undecodable = problem
-        job.batch_index = index
+        job.batch_index, job.batch = index, ahead.batch
         fire("popped", job)
         return job
     end)
@@ -824,7 +880,7 @@ function M.run(cli, cfg)
             if status then return stop(status, reason) end
         else
             local job = get_next_job(queues,
-                options.max_jobs > 0 and options.max_jobs - jobs_processed or BATCH_MAX)
+                options.max_jobs > 0 and options.max_jobs - jobs_processed or math.huge)
             if job then
                 jobs_processed = jobs_processed + 1
                 process(job)
