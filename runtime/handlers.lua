@@ -10,11 +10,15 @@ local CALL_QUEUED_HANDLER = "Illuminate\\Queue\\CallQueuedHandler@call"
 
 local dir = "./handlers"
 local cache = {}
+-- successful resolutions by the payload fields they depend on (at most
+-- RESOLVED_MAX: hostile payloads must not grow it without end)
+local resolved, nresolved, RESOLVED_MAX = {}, 0, 1000
 
 function M.set_dir(d)
     dir = d:gsub("/+$", "")
     if dir == "" then dir = "/" end
     cache = {}
+    resolved, nresolved = {}, 0
 end
 
 function M.dir()
@@ -78,7 +82,7 @@ end
 
 -- Returns handler, method, path; or nil, message (naming the class and every path
 -- tried, or why the file could not be used).
-function M.resolve(payload)
+local function resolve(payload)
     local classes, method = {}, "handle"
     local function add(c)
         if type(c) == "string" and c ~= "" then
@@ -117,6 +121,20 @@ function M.resolve(payload)
     if #refused > 0 then why[1] = table.concat(refused, ", ") end
     if #tried > 0 then why[#why + 1] = "tried " .. table.concat(tried, ", ") end
     return nil, "no handler for " .. printable(classes[1]) .. ": " .. table.concat(why, "; ")
+end
+
+function M.resolve(payload)
+    local data = payload.data
+    local key = tostring(payload.job) .. "\0" .. tostring(payload.displayName) .. "\0"
+        .. tostring(type(data) == "table" and data.commandName)
+    local hit = resolved[key]
+    if hit then return hit[1], hit[2], hit[3] end
+    local handler, method, path = resolve(payload)
+    if handler then
+        if nresolved >= RESOLVED_MAX then resolved, nresolved = {}, 0 end
+        resolved[key], nresolved = { handler, method, path }, nresolved + 1
+    end
+    return handler, method, path
 end
 
 -- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.
