@@ -347,7 +347,8 @@ static void on_subscription_lost(void *data)
     (void)data;
 }
 
-/* host.subscribe_invalidations() -> true, client id | false, message, "connection".
+/* host.subscribe_invalidations() -> true, client id | false, message, kind ("reply"
+ * when Redis refused a step, "connection" when it could not be reached).
  * Subscribes a connection of its own to __redis__:invalidate (blocking, at most a
  * second per step), where CLIENT TRACKING ... REDIRECT <client id> sends its
  * messages: each ends a host.wait_notify, or the next one, and sets the flag
@@ -357,11 +358,17 @@ static int l_host_subscribe_invalidations(lua_State *L)
     struct host *h = host_of(L);
     char err[600];
     long long id = 0;
+    int refused;
     redis_sub_close(h->sub);
     h->sub = redis_sub_open(h->loop, &h->config.queue, "__redis__:invalidate", 1.0,
-                            on_invalidation, on_subscription_lost, h, &id, err, sizeof err);
-    if (!h->sub)
-        return fail_now(L, err);
+                            on_invalidation, on_subscription_lost, h, &id, &refused, err,
+                            sizeof err);
+    if (!h->sub) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        lua_pushstring(L, refused ? "reply" : "connection");
+        return 3;
+    }
     lua_pushboolean(L, 1);
     lua_pushnumber(L, (lua_Number)id);
     return 2;

@@ -18,13 +18,14 @@ struct redis_sub {
 
 /* Runs a command on the blocking context; returns its reply, or NULL with err set
  * (an error reply included). */
-static redisReply *call(redisContext *c, char *err, size_t errlen, const char *what, int argc,
-                        const char **argv)
+static redisReply *call(redisContext *c, int *refused, char *err, size_t errlen, const char *what,
+                        int argc, const char **argv)
 {
     redisReply *r = redisCommandArgv(c, argc, argv, NULL);
     if (!r) {
         snprintf(err, errlen, "%s: %s", what, c->errstr[0] ? c->errstr : "no reply");
     } else if (r->type == REDIS_REPLY_ERROR) {
+        *refused = 1;
         snprintf(err, errlen, "%s: %.*s", what, (int)r->len, r->str);
         freeReplyObject(r);
         r = NULL;
@@ -67,8 +68,9 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settings *s,
                                  const char *channel, double timeout, redis_sub_fn *on_message,
                                  redis_sub_fn *on_lost, void *data, long long *client_id,
-                                 char *err, size_t errlen)
+                                 int *refused, char *err, size_t errlen)
 {
+    *refused = 0;
     struct timeval tv = {(time_t)timeout, (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6)};
     struct redis_sub *sub = calloc(1, sizeof *sub);
     redisReply *r = NULL;
@@ -85,17 +87,17 @@ struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settin
     redisSetTimeout(sub->c, tv);
     if (s->password[0]) {
         const char *auth[] = {"AUTH", s->username[0] ? s->username : s->password, s->password};
-        if (!(r = call(sub->c, err, errlen, "AUTH", s->username[0] ? 3 : 2, auth)))
+        if (!(r = call(sub->c, refused, err, errlen, "AUTH", s->username[0] ? 3 : 2, auth)))
             goto fail;
         freeReplyObject(r);
     }
     const char *id[] = {"CLIENT", "ID"};
-    if (!(r = call(sub->c, err, errlen, "CLIENT ID", 2, id)))
+    if (!(r = call(sub->c, refused, err, errlen, "CLIENT ID", 2, id)))
         goto fail;
     *client_id = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     const char *subscribe[] = {"SUBSCRIBE", channel};
-    if (!(r = call(sub->c, err, errlen, "SUBSCRIBE", 2, subscribe)))
+    if (!(r = call(sub->c, refused, err, errlen, "SUBSCRIBE", 2, subscribe)))
         goto fail;
     freeReplyObject(r);
 

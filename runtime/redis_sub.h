@@ -18,11 +18,13 @@ typedef void redis_sub_fn(void *data);
 
 /* Connects (waiting at most timeout seconds per step) and subscribes to channel.
  * Returns the subscription, with *client_id set to the connection's CLIENT ID; or
- * NULL with err set. on_lost is not called for a subscription redis_sub_close ends. */
+ * NULL with err set and *refused 1 when Redis answered with an error (0 when it
+ * could not be reached). on_lost is not called for a subscription redis_sub_close
+ * ends. */
 struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settings *s,
                                  const char *channel, double timeout, redis_sub_fn *on_message,
                                  redis_sub_fn *on_lost, void *data, long long *client_id,
-                                 char *err, size_t errlen);
+                                 int *refused, char *err, size_t errlen);
 
 /* Whether the connection still holds (on_lost not called yet). */
 int redis_sub_alive(const struct redis_sub *sub);

@@ -649,17 +649,19 @@ end
 -- report every change of the queues' :delayed sets, and each report ends its
 -- idle wait. Set up again after either connection involved reconnected.
 local tracked = { connects = -1, unavailable = false }
+local INVALIDATION_RATE = 20
+local invalidated_at = -1
 
 local function track_delayed_sets(queues)
     if tracked.unavailable then return end
     if host.subscribed() and tracked.connects == host.connects("block") then return end
-    local id = redis.subscribe_invalidations()
-    local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
-    for _, q in ipairs(queues) do
-        args[#args + 1] = "PREFIX"
-        args[#args + 1] = select(2, queue.keys(q))
-    end
     local done, err = pcall(function()
+        local id = redis.subscribe_invalidations()
+        local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
+        for _, q in ipairs(queues) do
+            args[#args + 1] = "PREFIX"
+            args[#args + 1] = select(2, queue.keys(q))
+        end
         redis.call("block", "CLIENT", "TRACKING", "OFF")
         redis.call("block", unpack(args))
     end)
@@ -708,7 +710,12 @@ local function idle_wait(queues)
             end
         end
         if wait <= 0 then return end
+        -- a change of a delayed set ends the wait, and the next starts with a read:
+        -- at most INVALIDATION_RATE of those a second, however busy the sets are
+        local since = host.clock() - invalidated_at
+        if since < 1 / INVALIDATION_RATE then host.sleep(1 / INVALIDATION_RATE - since) end
         redis.wait_notify(wait == math.huge and -1 or wait, exact, notify)
+        if host.take_invalidated() then invalidated_at = host.clock() end
     end)
     if not ok then
         report_redis_error(err)

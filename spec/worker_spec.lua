@@ -607,6 +607,39 @@ describe("luaworker work", function()
         w:stop()
     end)
 
+    it("says once that Redis refuses to report delayed-set changes, and works on", function()
+        H.r("ACL", "SETUSER", "spec-nochannels", "on", ">pass", "~*", "+@all", "resetchannels")
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.2" },
+            { env = { REDIS_USERNAME = "spec-nochannels", REDIS_PASSWORD = "pass" } })
+        H.sleep(1)
+        H.push(spec_job("ok"))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job")
+        w:stop()
+        H.r("ACL", "DELUSER", "spec-nochannels")
+        local _, lines = w:stderr():gsub("Redis cannot report changes of the delayed sets %(SUBSCRIBE: NOPERM", "")
+        assert.are.equal(1, lines)
+    end)
+
+    it("wakes at most 20 times a second for changes of the delayed sets", function()
+        local w = H.spawn({ "work", "--handlers=" .. handlers })
+        H.sleep(0.5)
+        local _, delayed = H.keys()
+        H.r("CONFIG", "RESETSTAT")
+        local t0 = H.r("TIME")
+        for i = 1, 400 do
+            H.r("ZADD", delayed, tonumber(t0[1]) + 3600, "far-" .. i)
+            H.sleep(0.005)
+        end
+        local t1 = H.r("TIME")
+        local stats = H.r("INFO", "commandstats")
+        w:stop()
+        local seconds = (t1[1] - t0[1]) + (t1[2] - t0[2]) / 1e6
+        local evalsha = tonumber(stats:match("cmdstat_evalsha:calls=(%d+)") or "0")
+        -- each wake: a pop and a look at the delayed sets (plus moving due jobs once a second)
+        assert.is_true(evalsha <= seconds * (20 * 2 + 2) + 10,
+            evalsha .. " script calls in " .. seconds .. " s of 400 changes")
+    end)
+
     it("makes a few Redis calls a second while idle at the defaults", function()
         local w = H.spawn({ "work", "--handlers=" .. handlers })
         H.sleep(0.5)
