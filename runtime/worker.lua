@@ -355,6 +355,16 @@ local function fire_job(job)
     if not job:is_deleted_or_released() then job:delete() end
 end
 
+-- The part of Worker::process that raises what the job raises.
+local function run_job(job, started)
+    output.job("starting", job)
+    fire("before", job)
+    fail_if_already_exceeds(job)
+    if not job:is_deleted() then fire_job(job) end
+    fire("after", job)
+    output.job("success", job, nil, host.clock() - started)
+end
+
 -- Worker::process for one job.
 local function process(job)
     local started = host.clock()
@@ -371,14 +381,7 @@ local function process(job)
         -- past their reservations (see take_ahead)
         host.flush("queue")
     end
-    local ok, err, trace = task.run(function()
-        output.job("starting", job)
-        fire("before", job)
-        fail_if_already_exceeds(job)
-        if not job:is_deleted() then fire_job(job) end
-        fire("after", job)
-        output.job("success", job, nil, host.clock() - started)
-    end)
+    local ok, err, trace = task.run(run_job, job, started)
     if not ok then
         local handled, herr, htrace = task.run(handle_job_exception, job, exception_info(err, trace),
             started)
@@ -597,31 +600,33 @@ end
 
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
 -- a job wins (a job reserved ahead first). limit: the most jobs to reserve.
+local function next_job(queues, limit)
+    fire("popping", nil, nil, { queue = options.queue_list })
+    local q = ahead.q
+    local taken, index = take_ahead()
+    if not taken then
+        taken, index = pop_batch(queues, limit)
+        q = ahead.q
+    end
+    if not taken then return nil end
+    local raw, reserved = taken[1], taken[2]
+    -- The pop script decoded the same bytes, so this only fails where this
+    -- cjson is stricter than Redis' (the job is then failed).
+    local decoded, payload = pcall(decode, raw)
+    local problem
+    if not decoded or type(payload) ~= "table" then
+        problem = decoded and "not a JSON object" or tostring(payload)
+        payload = { attempts = 0 }
+    end
+    local job = jobs.new(worker, q, raw, reserved, payload)
+    job.undecodable = problem
+    job.batch_index, job.batch = index, ahead.batch
+    fire("popped", job)
+    return job
+end
+
 local function get_next_job(queues, limit)
-    local ok, result = task.run(function()
-        fire("popping", nil, nil, { queue = options.queue_list })
-        local q = ahead.q
-        local taken, index = take_ahead()
-        if not taken then
-            taken, index = pop_batch(queues, limit)
-            q = ahead.q
-        end
-        if not taken then return nil end
-        local raw, reserved = taken[1], taken[2]
-        -- The pop script decoded the same bytes, so this only fails where this
-        -- cjson is stricter than Redis' (the job is then failed).
-        local decoded, payload = pcall(decode, raw)
-        local problem
-        if not decoded or type(payload) ~= "table" then
-            problem = decoded and "not a JSON object" or tostring(payload)
-            payload = { attempts = 0 }
-        end
-        local job = jobs.new(worker, q, raw, reserved, payload)
-        job.undecodable = problem
-        job.batch_index, job.batch = index, ahead.batch
-        fire("popped", job)
-        return job
-    end)
+    local ok, result = task.run(next_job, queues, limit)
     if not ok then
         report_redis_error(result)
         host.sleep(reconnect_delay)
