@@ -3,7 +3,8 @@
  * that wait (Redis commands, sleeps) yield it and the loop resumes it when the
  * reply or timer arrives. A coroutine started by luaworker (one per job) passes
  * such yields up to the main coroutine. Uses config, scripts, redis_conn,
- * host_api, php_value, cli and lua-cjson. */
+ * redis_sub, supervisor (the job state it shares), host_api, php_value, cli and
+ * lua-cjson. */
 #ifndef LUAWORKER_LUA_HOST_H
 #define LUAWORKER_LUA_HOST_H
 
