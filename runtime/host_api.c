@@ -309,11 +309,11 @@ static int l_host_wait_notify(lua_State *L)
     argvlen[0] = 5;
     collect_args(L, 3, argv + 1, argvlen + 1);
     if (seconds >= 0 && !exact)
-        exact = seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
+        exact = seconds >= 1 && seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
     /* with the timer, Redis' own timeout only backs it up: a whole second past it */
     char timeout[32];
     int tn = snprintf(timeout, sizeof timeout, "%.0f",
-                      seconds < 0 ? 0. : exact < 0 ? fmax(seconds, 1.) : ceil(seconds) + 1.);
+                      seconds < 0 ? 0. : exact < 0 ? seconds : ceil(seconds) + 1.);
     argv[nkeys + 1] = timeout;
     argvlen[nkeys + 1] = (size_t)tn;
 
