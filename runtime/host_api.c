@@ -123,9 +123,10 @@ static int fail_now(lua_State *L, const char *err)
     return 3;
 }
 
-/* host.command(conn, name, args...) -> true, reply | false, message, kind.
- * conn is "queue" or "cache". Yields until the reply. */
-static int l_host_command(lua_State *L)
+/* Queues the command named at index 2, with the arguments after it, on the
+ * connection named at index 1; fn gets its reply. Returns 0, or -1 with err set.
+ * Raises on bad arguments. */
+static int send_command(lua_State *L, redis_conn_reply_fn *fn, char *err, size_t errlen)
 {
     struct host *h = host_of(L);
     struct redis_conn *c = check_conn(L, h, 1);
@@ -133,8 +134,30 @@ static int l_host_command(lua_State *L)
     const char *argv[MAX_COMMAND_ARGS];
     size_t argvlen[MAX_COMMAND_ARGS];
     int argc = collect_args(L, 2, argv, argvlen);
+    return redis_conn_command(c, argc, argv, argvlen, fn, h, err, errlen);
+}
+
+/* Queues EVALSHA of script sc on c with the key count at index nkeys_at and the
+ * keys and arguments after it; fn gets its reply. Returns 0, or -1 with err set.
+ * Raises on bad arguments. */
+static int send_script(lua_State *L, struct redis_conn *c, const struct script *sc, int nkeys_at,
+                       redis_conn_reply_fn *fn, char *err, size_t errlen)
+{
+    int nkeys = (int)luaL_checkinteger(L, nkeys_at);
+    const char *argv[MAX_COMMAND_ARGS];
+    size_t argvlen[MAX_COMMAND_ARGS];
+    int argc = collect_args(L, nkeys_at + 1, argv, argvlen);
+    if (nkeys < 0 || nkeys > argc)
+        luaL_argerror(L, nkeys_at, "key count out of range");
+    return redis_conn_script(c, sc, nkeys, argc, argv, argvlen, fn, host_of(L), err, errlen);
+}
+
+/* host.command(conn, name, args...) -> true, reply | false, message, kind.
+ * conn is "queue" or "cache". Yields until the reply. */
+static int l_host_command(lua_State *L)
+{
     char err[512];
-    if (redis_conn_command(c, argc, argv, argvlen, on_reply, h, err, sizeof err))
+    if (send_command(L, on_reply, err, sizeof err))
         return fail_now(L, err);
     return yield_wait(L);
 }
@@ -145,18 +168,11 @@ static int l_host_script(lua_State *L)
 {
     struct host *h = host_of(L);
     struct redis_conn *c = check_conn(L, h, 1);
-    const char *name = luaL_checkstring(L, 2);
-    int nkeys = (int)luaL_checkinteger(L, 3);
-    const struct script *sc = scripts_get(&h->scripts, name);
+    const struct script *sc = scripts_get(&h->scripts, luaL_checkstring(L, 2));
     if (!sc)
         return luaL_argerror(L, 2, "no such script");
-    const char *argv[MAX_COMMAND_ARGS];
-    size_t argvlen[MAX_COMMAND_ARGS];
-    int argc = collect_args(L, 4, argv, argvlen);
-    if (nkeys < 0 || nkeys > argc)
-        return luaL_argerror(L, 3, "key count out of range");
     char err[512];
-    if (redis_conn_script(c, sc, nkeys, argc, argv, argvlen, on_reply, h, err, sizeof err))
+    if (send_script(L, c, sc, 3, on_reply, err, sizeof err))
         return fail_now(L, err);
     return yield_wait(L);
 }
@@ -181,14 +197,8 @@ static void on_sent(void *data, const redisReply *reply, const char *lost)
  * lost connection is counted for host.send_errors. */
 static int l_host_send(lua_State *L)
 {
-    struct host *h = host_of(L);
-    struct redis_conn *c = check_conn(L, h, 1);
-    luaL_checkstring(L, 2);
-    const char *argv[MAX_COMMAND_ARGS];
-    size_t argvlen[MAX_COMMAND_ARGS];
-    int argc = collect_args(L, 2, argv, argvlen);
     char err[512];
-    if (redis_conn_command(c, argc, argv, argvlen, on_sent, h, err, sizeof err)) {
+    if (send_command(L, on_sent, err, sizeof err)) {
         lua_pushboolean(L, 0);
         lua_pushstring(L, err);
         return 2;
@@ -586,19 +596,12 @@ static int l_host_prefetch(lua_State *L)
     struct host *h = host_of(L);
     size_t qlen;
     const char *q = luaL_checklstring(L, 1, &qlen);
-    int nkeys = (int)luaL_checkinteger(L, 2);
     const struct script *sc = scripts_get(&h->scripts, "pop");
     if (h->prefetching || h->prefetch_ref != LUA_NOREF)
         return luaL_error(L, "host.prefetch: a prefetch is already under way");
     luaL_argcheck(L, qlen < sizeof h->prefetch_queue, 1, "queue name too long");
-    const char *argv[MAX_COMMAND_ARGS];
-    size_t argvlen[MAX_COMMAND_ARGS];
-    int argc = collect_args(L, 3, argv, argvlen);
-    if (nkeys < 0 || nkeys > argc)
-        return luaL_argerror(L, 2, "key count out of range");
     char err[512];
-    if (!sc || redis_conn_script(h->conns[HOST_QUEUE_CONN], sc, nkeys, argc, argv, argvlen,
-                                 on_prefetch, h, err, sizeof err)) {
+    if (!sc || send_script(L, h->conns[HOST_QUEUE_CONN], sc, 2, on_prefetch, err, sizeof err)) {
         lua_pushboolean(L, 0);
         lua_pushstring(L, sc ? err : "no pop script");
         return 2;

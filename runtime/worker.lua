@@ -464,6 +464,12 @@ local function report_send_errors()
     end
 end
 
+-- Logs a payload the pop moved to the failed store (scripts/pop.lua).
+local function report_unusable(q, problem, record_id)
+    output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
+        q, problem, record_id))
+end
+
 local function pop(q, count)
     local now = host.now()
     -- scores are whole seconds: moving due jobs once per second per queue moves
@@ -477,10 +483,7 @@ local function pop(q, count)
         local taken, problem, record_id = queue.pop(q, now, options.retry_after,
             worker.connection_name, os.date("%Y-%m-%d %H:%M:%S", now), count)
         report_send_errors()
-        if problem then
-            output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
-                q, problem, record_id))
-        end
+        if problem then report_unusable(q, problem, record_id) end
         if #taken > 0 or not problem then return taken end
     end
     return {}
@@ -518,10 +521,7 @@ local function finish_prefetch()
     if not r.ok then redis.raise(r.message, r.kind) end
     local taken, problem = queue.parse_pop(r.reply)
     report_send_errors()
-    if problem then
-        output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
-            p.q, problem, p.id))
-    end
+    if problem then report_unusable(p.q, problem, p.id) end
     return taken, p.q, p.at, r.batch
 end
 
