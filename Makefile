@@ -28,7 +28,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || \
                 echo -I/usr/include/luajit-2.1)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
                 echo -lluajit-5.1 -lhiredis -lev -lcrypto)
-CFLAGS  += $(PKG_CFLAGS)
+CFLAGS  += -Iruntime $(PKG_CFLAGS)
 LDFLAGS += -Wl,-E
 LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl
 
@@ -41,8 +41,8 @@ LDFLAGS += -fsanitize=$(SANITIZER)
 endif
 
 OBJ      = obj
-C_SRC    = $(wildcard runtime/*.c)
-LUA_SRC  = $(wildcard runtime/*.lua)
+C_SRC    = $(wildcard runtime/*.c runtime/*/*.c)
+LUA_SRC  = $(wildcard runtime/*.lua runtime/*/*.lua)
 C_OBJ    = $(C_SRC:runtime/%.c=$(OBJ)/%.o)
 LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 
@@ -61,17 +61,19 @@ all: luaworker
 luaworker: $(C_OBJ) $(LUA_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(OBJ)/%.o: runtime/%.c | $(OBJ)
+# runtime/ has a folder per concept; headers are included by their path below
+# runtime/ ("redis/redis_conn.h").
+$(OBJ)/%.o: runtime/%.c
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-# Host-side Lua is compiled into the binary: runtime/worker.lua is module
-# "luaworker.worker", runtime/luaworker.lua is "luaworker". LUAJIT_BFLAGS=-g keeps
-# file and line information (for jit.p profiles and tracebacks).
-$(OBJ)/%.lua.o: runtime/%.lua | $(OBJ)
-	$(LUAJIT) -b $(LUAJIT_BFLAGS) -n $(if $(filter luaworker,$*),luaworker,luaworker.$*) $< $@
-
-$(OBJ):
-	mkdir -p $@
+# Host-side Lua is compiled into the binary, each file a module named after it
+# (whatever its folder): runtime/worker/worker.lua is "luaworker.worker",
+# runtime/luaworker.lua is "luaworker". LUAJIT_BFLAGS=-g keeps file and line
+# information (for jit.p profiles and tracebacks).
+$(OBJ)/%.lua.o: runtime/%.lua
+	@mkdir -p $(dir $@)
+	$(LUAJIT) -b $(LUAJIT_BFLAGS) -n $(if $(filter luaworker,$(notdir $*)),luaworker,luaworker.$(notdir $*)) $< $@
 
 deps:
 	@missing=""; for p in $(DEB_BUILD) $(DEB_TEST) $(EXTRA_DEBS); do \
@@ -141,13 +143,13 @@ FUZZ_BIN      = $(FUZZ_TARGETS:%=$(FUZZ_OBJ)/fuzz_%)
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -Iruntime $(PKG_CFLAGS)
-FUZZ_PHP_SRC  = $(addprefix runtime/,php_value.c php_unserialize.c php_serialize.c \
+FUZZ_PHP_SRC  = $(addprefix runtime/php/,php_value.c php_unserialize.c php_serialize.c \
                   php_meta.c php_scan.c php_float.c)
 
 $(FUZZ_OBJ)/fuzz_php_unserialize $(FUZZ_OBJ)/fuzz_payload: $(FUZZ_PHP_SRC) spec/fuzz/fuzz_lua.c
-$(FUZZ_OBJ)/fuzz_dotenv: runtime/dotenv.c
+$(FUZZ_OBJ)/fuzz_dotenv: runtime/config/dotenv.c
 
-$(FUZZ_OBJ)/fuzz_%: spec/fuzz/fuzz_%.c $(wildcard runtime/*.h)
+$(FUZZ_OBJ)/fuzz_%: spec/fuzz/fuzz_%.c $(wildcard runtime/*/*.h)
 	@mkdir -p $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(LDLIBS)
 

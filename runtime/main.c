@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli.h"
-#include "config.h"
-#include "lua_host.h"
-#include "scripts.h"
-#include "supervisor.h"
+#include "config/cli.h"
+#include "config/config.h"
+#include "host/lua_host.h"
+#include "redis/scripts.h"
+#include "supervisor/supervisor.h"
 
 static const char *option_value(const struct cli *cli, const char *name)
 {

@@ -19,7 +19,7 @@
 
 #include "fuzz_lua.h"
 
-#include "php_value.h"
+#include "php/php_value.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -19,8 +19,8 @@
 
 #include "fuzz_lua.h"
 
-#include "php_serialize.h"
-#include "php_unserialize.h"
+#include "php/php_serialize.h"
+#include "php/php_unserialize.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,8 +12,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "config.h"
-#include "scripts.h"
+#include "config/config.h"
+#include "redis/scripts.h"
 
 struct ev_loop;
 struct redis_conn;

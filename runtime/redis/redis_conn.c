@@ -1,4 +1,4 @@
-#include "redis_conn.h"
+#include "redis/redis_conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-#include "php_value.h"
+#include "php/php_value.h"
 
 #include <lauxlib.h>
 
-#include "php_meta.h"
-#include "php_serialize.h"
-#include "php_unserialize.h"
+#include "php/php_meta.h"
+#include "php/php_serialize.h"
+#include "php/php_unserialize.h"
 
 /* php.unserialize(s) -> value | nil, "<what> at offset N" */
 static int l_php_unserialize(lua_State *L)

@@ -1,8 +1,8 @@
-#include "php_scan.h"
+#include "php/php_scan.h"
 
 #include <stdio.h>
 
-#include "php_float.h"
+#include "php/php_float.h"
 
 int php_scan_fail(struct php_scan *sc, const char *what, size_t at)
 {

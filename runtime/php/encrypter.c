@@ -19,7 +19,7 @@
  * accepted (no whitespace).  The envelope is read with cjson (an object, at
  * most ENCRYPTER_JSON_DEPTH deep; with duplicate keys the last wins).
  */
-#include "encrypter.h"
+#include "php/encrypter.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "php_meta.h"
+#include "php/php_meta.h"
 
 #include <lauxlib.h>
 

@@ -22,7 +22,7 @@
  * ("cyclic table") when met inside itself.  Containers nest at most
  * PHP_META_MAX_DEPTH deep.
  */
-#include "php_serialize.h"
+#include "php/php_serialize.h"
 
 #include <lauxlib.h>
 
@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "php_float.h"
-#include "php_meta.h"
+#include "php/php_float.h"
+#include "php/php_meta.h"
 
 typedef struct {
     lua_State *L;

@@ -19,14 +19,14 @@
  * Limits: containers nest at most PHP_META_MAX_DEPTH deep, and an element
  * count must fit the remaining input (6 bytes a member at least).
  */
-#include "php_unserialize.h"
+#include "php/php_unserialize.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "php_meta.h"
-#include "php_scan.h"
+#include "php/php_meta.h"
+#include "php/php_scan.h"
 
 /* What a parsed value was, for its container's floats / refs metadata. */
 enum php_unserialize_kind {

@@ -1,4 +1,4 @@
-#include "dotenv.h"
+#include "config/dotenv.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "php_float.h"
+#include "php/php_float.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "supervisor.h"
+#include "supervisor/supervisor.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "handler_watch.h"
+#include "supervisor/handler_watch.h"
 
 /* A worker that ends before it reported ready failed to start; the next start
  * then waits, 1 s doubling up to RESPAWN_MAX seconds. */

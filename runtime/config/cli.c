@@ -1,4 +1,4 @@
-#include "cli.h"
+#include "config/cli.h"
 
 #include <ctype.h>
 #include <errno.h>

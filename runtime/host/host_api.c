@@ -1,4 +1,4 @@
-#include "host_api.h"
+#include "host/host_api.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -12,10 +12,10 @@
 
 #include <lauxlib.h>
 
-#include "lua_host.h"
-#include "redis_conn.h"
-#include "redis_sub.h"
-#include "supervisor.h"
+#include "host/lua_host.h"
+#include "redis/redis_conn.h"
+#include "redis/redis_sub.h"
+#include "supervisor/supervisor.h"
 
 /* The value yielded by every waiting host function: a coroutine driver that sees it
  * must yield it on to the main coroutine and pass the resume values back down. */

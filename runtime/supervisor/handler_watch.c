@@ -1,4 +1,4 @@
-#include "handler_watch.h"
+#include "supervisor/handler_watch.h"
 
 #include <dirent.h>
 #include <limits.h>

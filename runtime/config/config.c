@@ -1,7 +1,7 @@
-#include "config.h"
+#include "config/config.h"
 
-#include "dotenv.h"
-#include "encrypter.h"
+#include "config/dotenv.h"
+#include "php/encrypter.h"
 
 #include <ctype.h>
 #include <errno.h>

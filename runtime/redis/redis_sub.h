@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 struct ev_loop;
 struct redis_sub;

@@ -1,4 +1,4 @@
-#include "redis_sub.h"
+#include "redis/redis_sub.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "lua_host.h"
+#include "host/lua_host.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -9,12 +9,12 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "encrypter.h"
-#include "host_api.h"
-#include "php_value.h"
-#include "redis_conn.h"
-#include "redis_sub.h"
-#include "supervisor.h"
+#include "php/encrypter.h"
+#include "host/host_api.h"
+#include "php/php_value.h"
+#include "redis/redis_conn.h"
+#include "redis/redis_sub.h"
+#include "supervisor/supervisor.h"
 
 extern int luaopen_cjson(lua_State *L);
 

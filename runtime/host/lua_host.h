@@ -13,9 +13,9 @@
 #include <ev.h>
 #include <lua.h>
 
-#include "cli.h"
-#include "config.h"
-#include "scripts.h"
+#include "config/cli.h"
+#include "config/config.h"
+#include "redis/scripts.h"
 
 struct redis_conn;
 struct supervisor_slot;

@@ -1,4 +1,4 @@
-#include "scripts.h"
+#include "redis/scripts.h"
 
 #include <errno.h>
 #include <limits.h>
