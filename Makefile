@@ -5,8 +5,9 @@
 #                   Redis is configured, push sample jobs and run the worker on them
 #   make test       install what is missing, build, run every spec
 #   make bench      luaworker against php artisan queue:work (examples/bench/)
-#   make chaos      the chaos soak, long: CHAOS_JOBS (50000) jobs while workers are
-#                   killed and the supervisor and redis-server restarted (spec/chaos/)
+#   make chaos      the chaos soak, long: CHAOS_JOBS (50000) jobs while workers and
+#                   whole process groups are killed and the supervisor and
+#                   redis-server restarted (spec/chaos/)
 #   make fuzz       libFuzzer targets for outside input, FUZZ_SECONDS each (60)
 #   make valgrind   memcheck over 1,000 jobs: no definite leak, no error (spec/valgrind/)
 #   make deps       install the Debian packages the build and the tests need
@@ -101,15 +102,17 @@ bench: deps
 # make chaos: the long run of the chaos soak (spec/chaos/driver.lua; make test has a
 # short one in spec/chaos_spec.lua). The Laravel app dispatches CHAOS_JOBS jobs in
 # 10 waves onto a redis-server of the driver's own; 4 worker processes run them while
-# the driver, from CHAOS_SEED, kill -9's workers 12 times, restarts the supervisor 3
-# times and redis-server once. Ends with one JSON summary line; fails when a job was
-# lost, failed unexpectedly or ran more often than the kills and the restart explain.
+# the driver, from CHAOS_SEED, kill -9's workers 12 times, kill -9's the supervisor's
+# whole process group twice (each time starting it again and restarting redis-server),
+# restarts the supervisor with TERM 3 times and redis-server once more. Ends with one
+# JSON summary line; fails when a job was lost, charged an attempt it did not run,
+# failed unexpectedly or ran more often than the kills and the restarts explain.
 CHAOS_JOBS ?= 50000
 CHAOS_SEED ?= 1
 chaos: deps
 	$(MAKE) luaworker
 	lua5.2 spec/chaos/driver.lua --jobs=$(CHAOS_JOBS) --seed=$(CHAOS_SEED) --processes=4 \
-	    --kills=12 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
+	    --kills=12 --group-kills=2 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
 
 # make valgrind: every process of a run over 1,000 jobs (the supervisor, its
 # workers, the commands) under memcheck on a private redis-server; fails on a

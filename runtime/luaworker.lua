@@ -3,8 +3,9 @@
 --   .stopping, .starting, .popping, .popped, .released_after_exception,
 --   .attempted: register fn(event) for that worker event (see README).
 --   luaworker.redis(cmd, ...): run a command on the worker's queue connection; an
---   error reply or a lost connection raises. Keys are sent as given: prepend
---   luaworker.prefix to address the app's keys.
+--   error reply or a lost connection raises, a Redis that cannot run it yet
+--   (LOADING, READONLY, not reachable) is waited for up to REDIS_WAIT seconds first.
+--   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
 --   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
 local events = require "luaworker.events"
 local redis = require "luaworker.redis"
@@ -12,6 +13,11 @@ local host = require "luaworker.host"
 local cjson = require "cjson"
 
 local php = require "luaworker.php"
+local payload_values = require "luaworker.payload"
+
+-- Seconds a handler's luaworker.redis waits out a Redis that cannot run it yet
+-- (loading its data, read-only in a failover, not reachable) before it raises.
+local REDIS_WAIT = 10
 
 local M = {
     json = cjson,
@@ -22,11 +28,6 @@ local M = {
     default_queue = "default",
 }
 
-local function value(v)
-    if v == cjson.null then return nil end
-    return v
-end
-
 for name in pairs(events.NAMES) do
     M[name] = function(fn) events.listen(name, fn) end
 end
@@ -35,7 +36,7 @@ function M.redis(...)
     if select("#", ...) == 0 or type((...)) ~= "string" then
         error("luaworker.redis(cmd, ...): expected a command name", 2)
     end
-    return redis.call("queue", ...)
+    return redis.call_once("queue", REDIS_WAIT, ...)
 end
 
 -- Pushes a job of class with properties (a table, or a value made with
@@ -66,7 +67,7 @@ function M.dispatch(class, properties, options)
     if options.queue then command.queue = options.queue end
     if options.connection then command.connection = options.connection end
     if delay and delay > 0 then command.delay = delay end
-    local q = value(command.queue) or M.default_queue
+    local q = payload_values.value(command.queue) or M.default_queue
     return dispatch.push_command(command, q, delay, options.encrypt)
 end
 

@@ -10,8 +10,11 @@
 
 #include "config/cli.h"
 #include "config/config.h"
+#include "host/host_api.h"
+#include "host/host_slot.h"
 #include "host/lua_host.h"
 #include "redis/scripts.h"
+#include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
 
 static const char *option_value(const struct cli *cli, const char *name)
@@ -68,19 +71,28 @@ int main(int argc, char **argv)
     /* A write to a connection Redis has closed must fail, not end the process. */
     signal(SIGPIPE, SIG_IGN);
 
-    const char *supervisor_fd = getenv(SUPERVISOR_FD_ENV);
-    if (strcmp(cli.command->name, "work") == 0 && !supervisor_fd) {
+    const char *slot_fd = getenv(SLOT_ENV);
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd) {
         int timeout = atoi(option_value(&cli, "timeout"));
         int retry_after = atoi(option_value(&cli, "retry-after"));
         if (timeout > 0 && timeout >= retry_after)
             fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: a job "
                     "still running when its reservation expires will be run a second time by "
                     "another worker\n", timeout, retry_after);
+        const char *heartbeat = option_value(&cli, "heartbeat");
+        if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {
+            fprintf(stderr, "luaworker: --heartbeat=%s: expected seconds above 0\n", heartbeat);
+            return 2;
+        }
+        if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
+            fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
+                    "the jobs a dead worker reserved ahead may come back by retry_after, each with "
+                    "an attempt counted, before they are given back\n", heartbeat, retry_after);
     }
 
     /* `work` runs under a supervisor (its workers are this binary again); --once
      * runs its one job in this process. */
-    if (strcmp(cli.command->name, "work") == 0 && !supervisor_fd && !option_value(&cli, "once")) {
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !option_value(&cli, "once")) {
         int processes = atoi(option_value(&cli, "processes"));
         scripts_free(&scripts);
         if (processes < 1) {
@@ -96,17 +108,15 @@ int main(int argc, char **argv)
     if (host_open(&host, &config, &scripts, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
         status = 70;
+    } else if (host_slot_attach(&host, slot_fd ? atoi(slot_fd) : -1)) {
+        fprintf(stderr, "luaworker: cannot map the slot shared with the supervisor\n");
+        status = 70;
     } else {
+        unsetenv(SLOT_ENV);
+        host_api_register(&host);
         const char *memory_limit = option_value(&cli, "memory-limit");
         if (memory_limit)
             host_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
-        if (supervisor_fd) {
-            const char *slot_fd = strchr(supervisor_fd, ':');
-            host.supervisor_fd = atoi(supervisor_fd);
-            if (slot_fd && atoi(slot_fd + 1) >= 0)
-                host.slot = supervisor_slot_map(atoi(slot_fd + 1));
-            unsetenv(SUPERVISOR_FD_ENV);
-        }
         status = host_run(&host, &cli);
     }
     host_close(&host);

@@ -1,14 +1,20 @@
---[[ pop: take the next ready jobs and reserve each.
+--[[ pop: take the next ready jobs, reserve each, and record them against the worker.
 KEYS[1]  queues:Q            (list of ready jobs)
 KEYS[2]  queues:Q:reserved   (sorted set, score = reservation expiry)
 KEYS[3]  queues:Q:notify     (list of tokens)
 KEYS[4]  optional: the failed-job index   (luaworker:failed_jobs)
 KEYS[5]  optional: a new failed-job record (luaworker:failed_jobs:<ARGV[2]>)
+KEYS[6]  optional: the worker's jobs of Q  (queues:Q:luaworker:<worker>, hash)
+KEYS[7]  optional: the workers of Q        (queues:Q:luaworker:workers, set)
+KEYS[8]  optional: the worker's heartbeat  (queues:Q:luaworker:<worker>:alive)
 ARGV[1]  reservation expiry = now + retry_after (integer Unix seconds)
 ARGV[2]  optional, with KEYS[4..5]: the record id for an unusable payload
 ARGV[3]  optional: the connection name     ARGV[4]: the queue name
 ARGV[5]  optional: now (integer Unix seconds)   ARGV[6]: failed_at text
 ARGV[7]  optional: how many jobs to take at most (default 1)
+ARGV[8]  with KEYS[6..8]: the worker's id   ARGV[9]: the number of the first job taken
+         (the next ones count up)   ARGV[10]: seconds KEYS[6..7] live after this pop
+         ARGV[11]: milliseconds the heartbeat lives   ARGV[12]: the heartbeat's value
 Returns  {job, reserved, job, reserved, ...} for the jobs taken, in list order: each
          payload as it was in the list and its copy with attempts + 1, now in
          KEYS[2]; {false, false} when the list is empty.
@@ -17,11 +23,35 @@ Returns  {job, reserved, job, reserved, ...} for the jobs taken, in list order: 
          and the reply ends with false, false and the error message.
 Each job taken has exactly the effect of one call of Laravel's pop script (LPOP,
 ZADD of the reserved copy, LPOP of a notify token), which this is with one job and
-without KEYS[4..5] (Laravel's raises on an unusable payload after it left the list). ]]
+without KEYS[4..8] (Laravel's raises on an unusable payload after it left the list).
+With KEYS[6..8], in the same step: each job taken is recorded in KEYS[6] as fields
+p<number> (the payload) and r<number> (the reserved copy), so that whoever finds
+the worker's heartbeat gone can give back the jobs it had not started
+(scripts/give_back.lua); the worker is added to KEYS[7]; its heartbeat is set; and
+the entries of jobs it finished are dropped: those numbered below its `started`
+field (the job it started last, see give_back.lua). ]]
 local function reserve(job)
     local decoded = cjson.decode(job)
     decoded['attempts'] = decoded['attempts'] + 1
     return cjson.encode(decoded)
+end
+
+local record = KEYS[6]
+local number = tonumber(ARGV[9])
+
+if record then
+    local started = tonumber(redis.call('hget', record, 'started'))
+    if started then
+        for _, field in ipairs(redis.call('hkeys', record)) do
+            local n = tonumber(string.match(field, '^[pr](%d+)$'))
+            if n and n < started then
+                redis.call('hdel', record, field)
+            end
+        end
+    end
+    redis.call('sadd', KEYS[7], ARGV[8])
+    redis.call('expire', KEYS[7], ARGV[10])
+    redis.call('set', KEYS[8], ARGV[12], 'px', ARGV[11])
 end
 
 local taken = {}
@@ -43,7 +73,7 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
             taken[#taken + 1] = false
             taken[#taken + 1] = false
             taken[#taken + 1] = message
-            return taken
+            break
         end
         reserved = result
     else
@@ -51,10 +81,17 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
     end
     redis.call('zadd', KEYS[2], ARGV[1], reserved)
     redis.call('lpop', KEYS[3])
+    if record then
+        redis.call('hset', record, 'p' .. number, job, 'r' .. number, reserved)
+        number = number + 1
+    end
     taken[#taken + 1] = job
     taken[#taken + 1] = reserved
 end
 
+if record then
+    redis.call('expire', record, ARGV[10])
+end
 if #taken == 0 then
     return {false, false}
 end

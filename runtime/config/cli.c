@@ -33,6 +33,7 @@ static const struct cli_option work_options[] = {
     {"handlers", CLI_STRING, "./handlers", "directory of the Lua handlers"},
     {"no-watch", CLI_FLAG, NULL, "do not reload the workers when a handler file changes (HUP still does)"},
     {"retry-after", CLI_UINT, "90", "seconds a reserved job stays reserved (the connection's retry_after)"},
+    {"heartbeat", CLI_SECONDS, NULL, "seconds after which a worker that stopped beating is taken for dead and the jobs it reserved ahead go back (default: 10, or a third of --retry-after when less)"},
     {"block-for", CLI_SECONDS, NULL, "seconds to block on the first queue's notify list when it is empty (block_for)"},
     {"migration-batch-size", CLI_UINT, NULL, "most delayed/expired jobs moved per queue and poll (Laravel 9.23+)"},
     COMMON_OPTIONS,

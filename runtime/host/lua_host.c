@@ -4,19 +4,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
 
 #include "php/encrypter.h"
-#include "host/host_api.h"
 #include "php/php_value.h"
 #include "redis/redis_conn.h"
 #include "redis/redis_sub.h"
-#include "supervisor/supervisor.h"
+#include "supervisor/slot.h"
 
 extern int luaopen_cjson(lua_State *L);
+
+char host_wait_marker;
+
+struct host *host_of(lua_State *L)
+{
+    return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+int host_yield(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_pushlightuserdata(L, &host_wait_marker);
+    return lua_yield(L, 1);
+}
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -36,7 +48,8 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     default:
         h->quit = 1;
     }
-    host_api_wake(h);
+    if (h->wake)
+        h->wake(h);
 }
 
 static void preload(lua_State *L, const char *name, lua_CFunction fn)
@@ -81,8 +94,7 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
 {
     memset(h, 0, sizeof *h);
     h->co_ref = LUA_NOREF;
-    h->prefetch_ref = LUA_NOREF;
-    h->supervisor_fd = -1;
+    h->deferred_ref = LUA_NOREF;
     h->config = *config;
     h->scripts = *scripts;
     memset(scripts, 0, sizeof *scripts);
@@ -100,23 +112,20 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     preload(h->L, "cjson", luaopen_cjson);
     preload(h->L, "luaworker.php", luaopen_luaworker_php);
     preload(h->L, "luaworker.encrypter", luaopen_luaworker_encrypter);
-    host_api_register(h);
 
     const struct redis_settings *settings[HOST_CONNS] = {&config->queue, &config->cache,
                                                          &config->queue};
-    const char *labels[HOST_CONNS] = {"queue", "cache", "queue"};
     for (int i = 0; i < HOST_CONNS; i++) {
         const int scripted = i == HOST_QUEUE_CONN || i == HOST_CACHE_CONN;
-        h->conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &h->scripts : NULL, labels[i]);
+        h->conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &h->scripts : NULL);
         if (!h->conns[i]) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
     }
 
-    const int signums[6] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT, SIGHUP};
-    for (int i = 0; i < 6; i++) {
-        ev_signal_init(&h->signals[i], on_signal, signums[i]);
+    for (int i = 0; i < SIGNALS_COUNT; i++) {
+        ev_signal_init(&h->signals[i], on_signal, signals_handled[i]);
         h->signals[i].data = h;
         ev_signal_start(h->loop, &h->signals[i]);
         ev_unref(h->loop);  /* signal watchers alone do not keep the loop running */
@@ -244,8 +253,14 @@ int host_run(struct host *h, const struct cli *cli)
 void host_close(struct host *h)
 {
     h->closing = 1;
-    if (h->loop)
+    if (h->loop) {
         ev_timer_stop(h->loop, &h->wait_timer);
+        ev_timer_stop(h->loop, &h->sleep_timer);
+        if (ev_is_active(&h->heartbeat_timer)) {
+            ev_ref(h->loop);  /* host.heartbeat unref'd it */
+            ev_timer_stop(h->loop, &h->heartbeat_timer);
+        }
+    }
     redis_sub_close(h->sub);
     h->sub = NULL;
     for (int i = 0; i < HOST_CONNS; i++) {
@@ -253,15 +268,18 @@ void host_close(struct host *h)
         h->conns[i] = NULL;
     }
     if (h->loop)
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < SIGNALS_COUNT; i++) {
             ev_ref(h->loop);
             ev_signal_stop(h->loop, &h->signals[i]);
         }
     if (h->L)
         lua_close(h->L);
     h->L = NULL;
-    if (h->slot)
-        munmap(h->slot, sizeof *h->slot);
+    for (int i = 0; h->heartbeat_argv && i < h->heartbeat_keys + 2; i++)
+        free(h->heartbeat_argv[i]);
+    free(h->heartbeat_argv);
+    h->heartbeat_argv = NULL;
+    slot_unmap(h->slot);
     h->slot = NULL;
     scripts_free(&h->scripts);
 }

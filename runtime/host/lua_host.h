@@ -2,9 +2,9 @@
  * luaworker does runs in one main coroutine (runtime/main.lua); host functions
  * that wait (Redis commands, sleeps) yield it and the loop resumes it when the
  * reply or timer arrives. A coroutine started by luaworker (one per job) passes
- * such yields up to the main coroutine. Uses config, scripts, redis_conn,
- * redis_sub, supervisor (the job state it shares), host_api, php_value, cli and
- * lua-cjson. */
+ * such yields up to the main coroutine (runtime/host/task.lua). The state the host
+ * functions share (host_api and its units) is struct host. Uses config, scripts,
+ * redis_conn, redis_sub, php_value, encrypter, cli and lua-cjson. */
 #ifndef LUAWORKER_LUA_HOST_H
 #define LUAWORKER_LUA_HOST_H
 
@@ -16,10 +16,19 @@
 #include "config/cli.h"
 #include "config/config.h"
 #include "redis/scripts.h"
+#include "supervisor/signals.h"
 
 struct redis_conn;
-struct supervisor_slot;
 struct redis_sub;
+struct slot;
+
+/* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
+ * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
+ * TRACKING that reports changes of the delayed sets to h->sub (see
+ * host.subscribe_invalidations). */
+enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS = 3 };
+
+#define HOST_ID_MAX 128
 
 struct host {
     lua_State *L;
@@ -28,7 +37,19 @@ struct host {
     struct ev_loop *loop;
     struct config config;
     struct scripts scripts;
-    struct redis_conn *conns[3];    /* by HOST_*_CONN */
+    struct redis_conn *conns[HOST_CONNS];
+    int finished;                   /* the main coroutine returned or raised */
+    int closing;                    /* replies no longer resume Lua */
+    int exit_code;
+
+    /* signals (lua_host) */
+    ev_signal signals[SIGNALS_COUNT];
+    volatile int quit;              /* TERM, INT or QUIT arrived */
+    volatile int paused;            /* USR2 arrived, CONT not yet */
+    volatile int reload;            /* HUP arrived: end after the current job */
+    void (*wake)(struct host *h);   /* called after a signal: ends the current wait */
+
+    /* waits (host_wait) */
     ev_timer sleep_timer;
     ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
     int blocking;                   /* a host.wait_notify BLPOP is in flight */
@@ -36,23 +57,29 @@ struct host {
     long long block_client_id;      /* CLIENT ID of HOST_BLOCK_CONN, 0 until known */
     struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
     int invalidated;                /* an invalidation came since host.take_invalidated */
-    ev_signal signals[6];
-    volatile int quit;              /* TERM, INT or QUIT arrived */
-    volatile int paused;            /* USR2 arrived, CONT not yet */
-    volatile int reload;            /* HUP arrived: end after the current job */
-    int supervisor_fd;              /* socket to the supervisor, -1 when none */
+
+    /* Redis commands (host_redis) */
     int send_errors;                /* host.send replies that were errors, since read */
     char send_error[600];           /* the last one */
-    struct supervisor_slot *slot;   /* the job state the supervisor reads, or NULL */
-    uint32_t batch;                 /* number of the last 'B' frame sent */
-    uint32_t job_batch, job_index;  /* batch and index of the job started last */
-    int prefetching;                /* a host.prefetch reply is awaited */
-    int prefetch_waiting;           /* the main coroutine waits for it */
-    int prefetch_ref;               /* its reply, in the registry, or LUA_NOREF */
-    char prefetch_queue[256];       /* its queue */
-    int finished;                   /* the main coroutine returned or raised */
-    int closing;                    /* replies no longer resume Lua */
-    int exit_code;
+    int deferred_ref;               /* registry: id -> result of a host.defer call */
+    unsigned deferred_next;         /* the next id */
+    unsigned collecting;            /* the id the main coroutine waits for, 0 when none */
+
+    /* the heartbeat and the lease it gives (host_heartbeat); times are host.clock() */
+    ev_timer heartbeat_timer;
+    char **heartbeat_argv;          /* the keys, the value, the ttl in ms; owned */
+    int heartbeat_keys;
+    int heartbeat_pending;          /* replies of the round in flight */
+    int heartbeat_round_ok;
+    double heartbeat_sent;          /* when the round in flight was sent */
+    double lease;                   /* seconds a confirmed heartbeat holds the lease */
+    double lease_confirmed;         /* when the last confirmed heartbeat was sent */
+    double lease_since;             /* when the first of an unbroken run of them was */
+
+    /* the supervisor (host_slot) */
+    struct slot *slot;              /* shared with the supervisor, NULL when none */
+    char id[HOST_ID_MAX];           /* this process's id, as its jobs are recorded */
+
     /* the Lua heap's budget (see host_set_memory_limit) */
     lua_Alloc heap_alloc;           /* LuaJIT's own allocator, which does the work */
     void *heap_ud;
@@ -60,12 +87,6 @@ struct host {
     size_t heap_limit;              /* 0: no limit */
     int heap_over;                  /* an allocation was refused; not back under yet */
 };
-
-/* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
- * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
- * TRACKING that reports changes of the delayed sets to h->sub (see
- * host.subscribe_invalidations). */
-enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS = 3 };
 
 /* Sets up h (state, loop, connections, signal watchers); takes ownership of
  * scripts. Returns 0, or -1 with err set. */
@@ -80,6 +101,16 @@ int host_run(struct host *h, const struct cli *cli);
  * loop's callbacks only. */
 void host_resume(struct host *h, int nargs);
 
+/* The host stored as upvalue 1 of a host function. */
+struct host *host_of(lua_State *L);
+
+/* Yields the calling coroutine for the loop to resume (host.WAIT is what reaches a
+ * coroutine driver; see task.lua). Use as `return host_yield(L);`. */
+int host_yield(lua_State *L);
+
+/* The marker host_yield yields, exposed as host.WAIT. */
+extern char host_wait_marker;
+
 /* Caps the Lua heap at bytes (0: no limit). An allocation that would take it past
  * the cap is refused, so LuaJIT raises "not enough memory" in the code that asked
  * (a handler's error, which fails its job). After a refusal, up to
@@ -89,6 +120,7 @@ void host_set_memory_limit(struct host *h, size_t bytes);
 
 #define HOST_HEAP_GRACE ((size_t)64 << 20)
 
+/* Closes the connections and the state; frees what the host units hold. */
 void host_close(struct host *h);
 
 #endif

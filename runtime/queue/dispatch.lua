@@ -5,13 +5,13 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
 local php = require "luaworker.php"
+local payload_values = require "luaworker.payload"
 
 local M = {}
 
 local null = php.null
+local value = payload_values.value
 local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
-
-local CALL_QUEUED_HANDLER = "Illuminate\\Queue\\CallQueuedHandler@call"
 
 -- InteractsWithQueue's and Queueable's properties of a Laravel 8 job, in the order
 -- PHP's native serialization emits them after the class's own, with their defaults.
@@ -41,11 +41,6 @@ function M.payload_text(fields, data_text)
         ',"id":', encode(fields.id),
         ',"attempts":0}',
     })
-end
-
-local function value(v)
-    if v == null then return nil end
-    return v
 end
 
 -- Queue::getJobBackoff: the backoff property joined with ',' (a string), or nil.
@@ -136,7 +131,7 @@ function M.push_command(command, q, delay, encrypt)
     if encrypt then text = encrypt_command(text) end
     local fields = {
         uuid = host.uuid(), id = host.random_id(32), displayName = class,
-        job = CALL_QUEUED_HANDLER,
+        job = payload_values.CALL_QUEUED_HANDLER,
         maxTries = value(command.tries), maxExceptions = value(command.maxExceptions),
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),

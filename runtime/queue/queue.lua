@@ -1,6 +1,6 @@
 -- luaworker.queue: Laravel's Redis queue operations, over scripts/*.lua. Keys are
 -- built here, with the connection's prefix applied to keys only (as phpredis does),
--- never to payloads or scores.
+-- never to payloads or scores; the pop script's reply is read here, and only here.
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
 
@@ -24,6 +24,15 @@ function M.keys(q)
     return k, k .. ":delayed", k .. ":reserved", k .. ":notify"
 end
 
+-- The keys that account for the jobs of q a worker holds (scripts/pop.lua,
+-- give_back.lua): its record (a hash), the set of the workers of q, its heartbeat.
+-- With id nil, only the set.
+function M.worker_keys(q, id)
+    local k = prefix .. "queues:" .. q .. ":luaworker:"
+    if not id then return nil, k .. "workers" end
+    return k .. id, k .. "workers", k .. id .. ":alive"
+end
+
 function M.failed_index_key()
     return prefix .. M.FAILED_INDEX
 end
@@ -32,11 +41,13 @@ function M.failed_record_key(id)
     return prefix .. M.FAILED_INDEX .. ":" .. id
 end
 
+-- Pushes a payload (Laravel's push). Not safe to repeat: a lost connection raises.
 function M.push(q, payload)
     local list, _, _, notify = M.keys(q)
-    redis.script("queue", "push", { list, notify }, { payload })
+    redis.script_once("queue", "push", { list, notify }, { payload })
 end
 
+-- Adds a payload to the delayed set (Laravel's later).
 function M.later(q, available_at, payload)
     local _, delayed = M.keys(q)
     redis.script("queue", "later", { delayed }, { available_at, payload })
@@ -77,19 +88,26 @@ local function record_id()
     return string.format("%s%012x", id_prefix, id_count)
 end
 
--- The keys and arguments of scripts/pop.lua for up to count jobs of q, reserved
--- until now + retry_after, and the record id an unusable payload would get.
-local function pop_call(q, now, retry_after, connection_name, failed_at, count)
+-- A pop of up to count jobs of q for a worker, as scripts/pop.lua's keys and
+-- arguments, and the id an unusable payload's failed record gets. pop:
+-- {now =, retry_after =, connection =, count =, worker =, number =, ttl =,
+--  heartbeat_ms =, heartbeat =}: worker's jobs are numbered from number on; its
+-- record lives ttl seconds; heartbeat is the heartbeat's value.
+local function pop_call(q, pop)
     local list, _, reserved, notify = M.keys(q)
+    local record, workers, alive = M.worker_keys(q, pop.worker)
     local id = record_id()
-    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id) },
-        { now + retry_after, id, connection_name, q, now, failed_at, count or 1 }, id
+    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
+            workers, alive },
+        { pop.now + pop.retry_after, id, pop.connection, q, pop.now,
+          os.date("%Y-%m-%d %H:%M:%S", pop.now), pop.count, pop.worker, pop.number, pop.ttl,
+          pop.heartbeat_ms, pop.heartbeat }, id
 end
 
 -- A pop reply as a list of {payload, reserved copy} pairs in queue order (empty
 -- when the list was empty); after them, when the pop stopped at an unusable
 -- payload (moved to the failed store, see scripts/pop.lua), its message.
-function M.parse_pop(r)
+local function parse_pop(r)
     local taken = {}
     for i = 1, #r - 1, 2 do
         if r[i] then taken[#taken + 1] = { r[i], r[i + 1] } end
@@ -98,57 +116,96 @@ function M.parse_pop(r)
     return taken
 end
 
--- Pops up to count (default 1) jobs of q, reserving each until now + retry_after.
--- Returns M.parse_pop's pairs and message, then the failed record's id.
-function M.pop(q, now, retry_after, connection_name, failed_at, count)
-    local keys, args, id = pop_call(q, now, retry_after, connection_name, failed_at, count)
-    local taken, problem = M.parse_pop(redis.script("queue", "pop", keys, args))
+-- Pops (see pop_call). Returns the {payload, reserved copy} pairs taken, and, when
+-- it met an unusable payload, the message and the failed record's id. Raises a
+-- RedisError; when its kind is "connection", the pop may have happened: its jobs
+-- are then in the worker's record (give_back finds them).
+function M.pop(q, pop)
+    local keys, args, id = pop_call(q, pop)
+    local taken, problem = parse_pop(redis.script_once("queue", "pop", keys, args))
     return taken, problem, problem and id
 end
 
--- Starts the same pop without waiting (see host.prefetch): its jobs are reported to
--- the supervisor as soon as they come. Returns the id an unusable payload's failed
--- record would get; raises when it cannot be sent.
-function M.prefetch(q, now, retry_after, connection_name, failed_at, count)
-    local keys, args, id = pop_call(q, now, retry_after, connection_name, failed_at, count)
-    local n = #keys
-    for i = 1, #args do keys[n + i] = args[i] end
-    local ok, message = host.prefetch(q, n, unpack(keys))
-    if not ok then redis.raise(message, "connection") end
-    return id
+-- Starts the same pop without waiting. Returns a handle for M.finish_pop.
+function M.start_pop(q, pop)
+    local keys, args, id = pop_call(q, pop)
+    return { id = redis.defer("queue", "pop", keys, args), record_id = id }
 end
 
--- Gives jobs popped but not started ({payload, reserved copy} pairs, in pop
--- order) back to the head of q (scripts/unreserve.lua). Returns how many went back.
-function M.unreserve(q, jobs)
+-- Waits for the pop of handle; returns as M.pop.
+function M.finish_pop(handle)
+    local taken, problem = parse_pop(redis.collect(handle.id))
+    return taken, problem, problem and handle.record_id
+end
+
+-- Gives back the jobs of q that worker took and did not start (scripts/give_back.lua;
+-- mode: "own", "retire", "dead" or "killed"). Returns how many went back (or false
+-- for "dead" when the worker's heartbeat is still there) and, with wanted (a job
+-- number, "killed" only), that job's payload and reserved copy when it was there.
+-- limit: the most seconds to wait out a Redis outage (default: no limit).
+function M.give_back(q, worker, mode, wanted, limit)
     local list, _, reserved, notify = M.keys(q)
-    local args = {}
-    for i, job in ipairs(jobs) do
-        args[2 * i - 1], args[2 * i] = job[1], job[2]
-    end
-    return redis.script("queue", "unreserve", { list, reserved, notify }, args)
+    local record, workers, alive = M.worker_keys(q, worker)
+    local r = redis.script("queue", "give_back", { list, reserved, notify, record, workers, alive },
+        { worker, mode, wanted or "" }, limit)
+    if r == -1 then return false end
+    return r[1], r[2], r[3]
+end
+
+-- The ids of the workers recorded as holding jobs of q.
+function M.workers(q)
+    local _, workers = M.worker_keys(q)
+    return redis.call("queue", "SMEMBERS", workers)
+end
+
+-- Which of the workers ids (a list) of q have a heartbeat: a list of booleans.
+function M.alive(q, ids)
+    if #ids == 0 then return {} end
+    local keys = {}
+    for i, id in ipairs(ids) do keys[i] = select(3, M.worker_keys(q, id)) end
+    local values = redis.call("queue", "MGET", unpack(keys))
+    local alive = {}
+    for i = 1, #ids do alive[i] = values[i] ~= false and values[i] ~= nil end
+    return alive
+end
+
+-- Records that worker started its job number of q (the record's `started` field;
+-- see give_back.lua), without waiting.
+function M.start(q, worker, number)
+    redis.send("queue", "HSET", (M.worker_keys(q, worker)), "started", number)
 end
 
 -- Deletes a job (ZREM of its reserved copy) without waiting: the command goes out
--- with the next one that waits (see redis.send).
+-- with the next one that waits, or a flush (see redis.send).
 function M.delete_reserved(q, reserved_copy)
     local _, _, reserved = M.keys(q)
     redis.send("queue", "ZREM", reserved, reserved_copy)
 end
 
+-- Laravel's release: the job back on the delayed set, due at available_at. When the
+-- connection is lost under the call, it is made again only if the job is still
+-- reserved (scripts/release.lua's ARGV[3]): the first call may have run.
 function M.release(q, reserved_copy, available_at)
     local _, delayed, reserved = M.keys(q)
-    redis.script("queue", "release", { delayed, reserved }, { reserved_copy, available_at })
+    local ok, err = pcall(redis.script_once, "queue", "release", { delayed, reserved },
+        { reserved_copy, available_at })
+    if ok then return end
+    if not (redis.is_error(err) and err.kind == "connection") then error(err, 0) end
+    redis.script("queue", "release", { delayed, reserved }, { reserved_copy, available_at, "reserved" })
 end
 
 -- Records a failed job and removes its reservation in one step (scripts/fail.lua).
 -- The record id is record.uuid; when a record already has that id (two payloads
 -- with one uuid), <uuid>-2, <uuid>-3...: a failed job never replaces another's
--- record.
+-- record. A record of the same payload is taken for this one, so that a call made
+-- again (after a lost connection) writes no second record.
 function M.fail(q, reserved_copy, record)
     local _, _, reserved = M.keys(q)
     local id, n = record.uuid, 1
     while redis.call("queue", "EXISTS", M.failed_record_key(id)) == 1 do
+        if redis.call("queue", "HGET", M.failed_record_key(id), "payload") == record.payload then
+            return redis.call("queue", "ZREM", reserved, reserved_copy)
+        end
         n = n + 1
         id = record.uuid .. "-" .. n
     end

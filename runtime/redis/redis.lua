@@ -1,11 +1,29 @@
--- luaworker.redis: Redis commands and scripts on the worker's connections ("queue":
--- the queue connection, "cache": the cache store's); errors are raised.
+-- luaworker.redis: Redis commands and scripts on the process's connections ("queue":
+-- the queue connection, "cache": the cache store's, "block": the idle wait's), with
+-- errors raised as RedisError values, and, in a worker, transient failures waited
+-- out.
+--
+-- A RedisError has message and kind: "reply" (Redis answered with an error),
+-- "connection" (the connection ended after the command may have reached Redis:
+-- whether it ran is unknown) or "unreachable" (Redis never got it).
+--
+-- Transient failures: Redis could not be reached, the connection was lost, or Redis
+-- refused the command for a state that passes (LOADING its data after a restart,
+-- READONLY or MASTERDOWN during a failover, BUSY running a long script, TRYAGAIN,
+-- CLUSTERDOWN). Once a worker calls wait_out_failures, those are waited out: the
+-- command is sent again after 0.1 s, then doubling up to every second, until it
+-- succeeds, with one line when the outage starts and one when Redis is back:
+--   call, script    commands safe to run twice: sent again after any transient
+--                   failure, without limit (a script may be given one); meanwhile
+--                   the running job's timeout stands still (host.waiting)
+--   call_once       a command not safe to run twice: sent again only when Redis
+--                   did not run it, for at most `limit` seconds (nil: no limit);
+--                   a lost connection raises
+-- Elsewhere (the other commands) every failure raises at once.
 local host = require "luaworker.host"
 
 local M = {}
 
--- A Redis error reply or a lost connection, raised by call() and script(). kind is
--- "reply" (Redis answered with an error) or "connection" (no answer will come).
 local RedisError = {}
 RedisError.__index = RedisError
 RedisError.__tostring = function(e) return e.message end
@@ -20,29 +38,137 @@ function M.is_error(v)
     return getmetatable(v) == RedisError
 end
 
--- call(conn, "CMD", args...) -> the reply; raises a RedisError.
-function M.call(conn, ...)
-    local ok, value, kind = host.command(conn, ...)
-    if not ok then raise(value, kind) end
-    return value
+-- Error replies for a state of Redis that passes: the command did not run.
+local PASSING = { LOADING = true, READONLY = true, MASTERDOWN = true, BUSY = true,
+    TRYAGAIN = true, CLUSTERDOWN = true }
+
+local FIRST_DELAY, MAX_DELAY = 0.1, 1
+
+-- Whether a failure is waited out: always when Redis did not run the command, and,
+-- with repeat_lost, when the connection was lost under it.
+local function waits_out(value, kind, repeat_lost)
+    if kind == "unreachable" then return true end
+    if kind == "connection" then return repeat_lost end
+    return kind == "reply" and PASSING[value:match("^%u+") or ""] or false
 end
 
--- send(conn, "CMD", args...): queues a command without waiting for its reply (see
--- host.send); raises a RedisError when it cannot even be queued.
-function M.send(conn, ...)
-    local ok, message = host.send(conn, ...)
-    if not ok then raise(message, "connection") end
+local on_outage, on_back  -- set by wait_out_failures
+local in_outage = false
+
+-- Makes this process wait out transient failures (see above). outage(message) is
+-- called when an outage starts, back() when Redis answers again.
+function M.wait_out_failures(outage, back)
+    on_outage, on_back = outage, back
 end
 
--- script(conn, name, keys, args) -> the reply; raises a RedisError. The script is
--- scripts/<name>.lua, called with EVALSHA.
-function M.script(conn, name, keys, args)
+-- Notes that Redis cannot be reached, from a failure seen elsewhere (a wait for a
+-- job, a pop whose connection was lost): the outage is reported once, and its end
+-- when the next command succeeds. Returns whether err was such a failure.
+function M.note_outage(err)
+    if not (on_outage and M.is_error(err) and (err.kind == "connection" or err.kind == "unreachable")) then
+        return false
+    end
+    if not in_outage then
+        in_outage = true
+        on_outage(err.message)
+    end
+    return true
+end
+
+-- Runs fn(...) (a host function returning ok, value, kind) until it succeeds or
+-- fails for good. Returns what fn returned last.
+local function attempt(repeat_lost, limit, fn, ...)
+    local ok, value, kind = fn(...)
+    if ok then
+        if in_outage then
+            in_outage = false
+            on_back()
+        end
+        return ok, value
+    end
+    if not on_outage or not waits_out(value, kind, repeat_lost) then return ok, value, kind end
+    if not in_outage then
+        in_outage = true
+        on_outage(value)
+    end
+    local started, delay = host.clock(), FIRST_DELAY
+    local hold = limit == nil
+    if hold then host.waiting(true) end
+    repeat
+        if limit and host.clock() - started + delay > limit then break end
+        host.sleep(delay)
+        delay = math.min(delay * 2, MAX_DELAY)
+        ok, value, kind = fn(...)
+    until ok or not waits_out(value, kind, repeat_lost)
+    if hold then host.waiting(false) end
+    if ok and in_outage then
+        in_outage = false
+        on_back()
+    end
+    return ok, value, kind
+end
+
+local function script_args(name, keys, args)
     local argv, n = {}, 0
     for i = 1, #keys do n = n + 1; argv[n] = keys[i] end
     for i = 1, #args do n = n + 1; argv[n] = args[i] end
-    local ok, value, kind = host.script(conn, name, #keys, unpack(argv, 1, n))
+    return name, #keys, unpack(argv, 1, n)
+end
+
+-- call(conn, "CMD", args...) -> the reply; raises a RedisError. For commands safe to
+-- run twice.
+function M.call(conn, ...)
+    local ok, value, kind = attempt(true, nil, host.command, conn, ...)
     if not ok then raise(value, kind) end
     return value
+end
+
+-- call_once(conn, limit, "CMD", args...) -> the reply; raises a RedisError. For
+-- commands not safe to run twice; transient failures are waited out for at most
+-- limit seconds (nil: without limit).
+function M.call_once(conn, limit, ...)
+    local ok, value, kind = attempt(false, limit, host.command, conn, ...)
+    if not ok then raise(value, kind) end
+    return value
+end
+
+-- script(conn, name, keys, args[, limit]) -> the reply; raises a RedisError. The
+-- script is scripts/<name>.lua, called with EVALSHA; for scripts safe to run twice.
+-- limit: the most seconds to wait out transient failures (default: no limit).
+function M.script(conn, name, keys, args, limit)
+    local ok, value, kind = attempt(true, limit, host.script, conn, script_args(name, keys, args))
+    if not ok then raise(value, kind) end
+    return value
+end
+
+-- script_once(conn, name, keys, args): as script, for a script not safe to run
+-- twice (waited out without limit only while Redis did not run it).
+function M.script_once(conn, name, keys, args)
+    local ok, value, kind = attempt(false, nil, host.script, conn, script_args(name, keys, args))
+    if not ok then raise(value, kind) end
+    return value
+end
+
+-- defer(conn, name, keys, args) -> id: sends the script call without waiting (see
+-- host.defer); collect(id) then returns its reply or raises. Not waited out: the
+-- caller decides what a failure means.
+function M.defer(conn, name, keys, args)
+    local id, message = host.defer(conn, script_args(name, keys, args))
+    if not id then raise(message, "unreachable") end
+    return id
+end
+
+function M.collect(id)
+    local r = host.collect(id)
+    if not r.ok then raise(r.message, r.kind) end
+    return r.reply
+end
+
+-- send(conn, "CMD", args...): queues a command safe to run twice without waiting for
+-- its reply; it reaches Redis even across a lost connection (see host.send).
+function M.send(conn, ...)
+    local ok, message = host.send(conn, ...)
+    if not ok then raise(message, "unreachable") end
 end
 
 -- wait_notify(seconds, exact, keys) -> {key, token}, or nil when seconds passed or

@@ -8,29 +8,34 @@
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
 
-struct redis_conn {
-    struct ev_loop *loop;
-    redisAsyncContext *ac;       /* NULL while disconnected */
-    struct redis_settings settings;
-    const struct scripts *scripts;
-    char label[16];
-    char describe[300];
-    redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
-    unsigned long connects;        /* connections opened so far */
-    char setup_error[600];         /* why, for the replies still pending on it */
-};
-
-/* One command in flight. For script calls it keeps a copy of the arguments so that
- * the call can be sent again after a NOSCRIPT reply. */
+/* One command in flight, or kept for the next connection. Script calls and kept
+ * commands own a copy of their arguments (argv, argvlen and the bytes, in one
+ * allocation), to be sent again after a NOSCRIPT reply or a lost connection. */
 struct pending {
     struct redis_conn *conn;
     redis_conn_reply_fn *fn;
     void *data;
     const struct script *script;
-    int argc;             /* script calls: EVALSHA sha numkeys args... */
+    int keep;
+    int retried;
+    int argc;
     char **argv;
     size_t *argvlen;
-    int retried;
+    struct pending *next;   /* in conn->kept */
+};
+
+struct redis_conn {
+    struct ev_loop *loop;
+    redisAsyncContext *ac;         /* NULL while disconnected */
+    struct redis_settings settings;
+    const struct scripts *scripts;
+    char describe[300];
+    redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
+    unsigned long connects;        /* connections opened so far */
+    char setup_error[600];         /* why, for the replies still pending on it */
+    struct pending *kept;          /* REDIS_CONN_KEEP commands for the next connection */
+    struct pending **kept_tail;
+    int freeing;                   /* in redis_conn_free: nothing is kept any more */
 };
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -52,7 +57,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 /* Replies to the set-up commands sent on connect (privdata: the command's name).
  * When one fails (wrong credentials, bad database, scripts not allowed), the
- * connection is closed: the commands queued behind it fail as lost with that
+ * connection is closed: the commands queued behind it fail as unsent with that
  * reason, and the next command connects again. */
 static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
@@ -66,6 +71,23 @@ static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (c->ac == ac)
         c->ac = NULL;
     redisAsyncDisconnect(ac);
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+/* Sends the kept commands on the fresh connection ac, in the order they came. */
+static void send_kept(struct redis_conn *c, redisAsyncContext *ac)
+{
+    while (c->kept) {
+        struct pending *p = c->kept;
+        if (redisAsyncCommandArgv(ac, on_reply, p, p->argc, (const char **)p->argv, p->argvlen) !=
+            REDIS_OK)
+            return;
+        c->kept = p->next;
+        p->next = NULL;
+        if (!c->kept)
+            c->kept_tail = &c->kept;
+    }
 }
 
 static int connect_now(struct redis_conn *c, char *err, size_t errlen)
@@ -98,11 +120,12 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
         redisAsyncCommand(ac, on_setup_reply, "SCRIPT LOAD", "SCRIPT LOAD %b",
                           c->scripts->items[i].text, c->scripts->items[i].len);
     c->ac = ac;
+    send_kept(c, ac);
     return 0;
 }
 
 struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_settings *s,
-                                  const struct scripts *scripts, const char *label)
+                                  const struct scripts *scripts)
 {
     struct redis_conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -110,7 +133,7 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
     c->loop = loop;
     c->settings = *s;
     c->scripts = scripts;
-    snprintf(c->label, sizeof c->label, "%s", label);
+    c->kept_tail = &c->kept;
     snprintf(c->describe, sizeof c->describe, "%s:%d/%d", s->host, s->port, s->db);
     return c;
 }
@@ -120,18 +143,51 @@ const char *redis_conn_describe(const struct redis_conn *c)
     return c->describe;
 }
 
-static void pending_free(struct pending *p)
+/* A pending command. With copy, it owns a copy of head[0..nhead) followed by
+ * argv[0..argc), in one allocation. Returns NULL when out of memory. */
+static struct pending *pending_new(struct redis_conn *c, redis_conn_reply_fn *fn, void *data,
+                                   int copy, int nhead, const char *const *head, int argc,
+                                   const char **argv, const size_t *argvlen)
 {
-    if (p->argv) {
-        for (int i = 0; i < p->argc; i++)
-            free(p->argv[i]);
-        free(p->argv);
-        free(p->argvlen);
+    struct pending *p = calloc(1, sizeof *p);
+    if (!p || !copy)
+        goto done;
+    int total = nhead + argc;
+    size_t bytes = 0;
+    for (int i = 0; i < total; i++)
+        bytes += (i < nhead ? strlen(head[i]) : argvlen[i - nhead]) + 1;
+    char *block = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)) + bytes);
+    if (!block) {
+        free(p);
+        return NULL;
     }
-    free(p);
+    p->argv = (char **)block;
+    p->argvlen = (size_t *)(block + (size_t)total * sizeof(char *));
+    char *at = block + (size_t)total * (sizeof(char *) + sizeof(size_t));
+    for (int i = 0; i < total; i++) {
+        const char *s = i < nhead ? head[i] : argv[i - nhead];
+        size_t len = i < nhead ? strlen(s) : argvlen[i - nhead];
+        memcpy(at, s, len);
+        at[len] = '\0';
+        p->argv[i] = at;
+        p->argvlen[i] = len;
+        at += len + 1;
+    }
+    p->argc = total;
+done:
+    if (p) {
+        p->conn = c;
+        p->fn = fn;
+        p->data = data;
+    }
+    return p;
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+static void pending_free(struct pending *p)
+{
+    free(p->argv);
+    free(p);
+}
 
 static int send_pending(struct redis_conn *c, struct pending *p, int argc, const char **argv,
                         const size_t *argvlen, char *err, size_t errlen)
@@ -167,34 +223,49 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
-    if (reply && ac == c->failed_ac) {
-        p->fn(p->data, NULL, c->setup_error);
-    } else if (reply) {
-        p->fn(p->data, reply, NULL);
-    } else if (ac == c->failed_ac) {
-        p->fn(p->data, NULL, c->setup_error);
-    } else {
-        char lost[700];
-        snprintf(lost, sizeof lost, "Redis connection to %s lost: %s", c->describe,
-                 ac && ac->err ? ac->errstr : "connection closed");
-        p->fn(p->data, NULL, lost);
+    if (reply && ac != c->failed_ac) {
+        p->fn(p->data, reply, NULL, 0);
+        pending_free(p);
+        return;
     }
+    enum redis_conn_loss loss = ac != c->failed_ac && ac && (ac->c.flags & REDIS_CONNECTED)
+                                    ? REDIS_CONN_LOST
+                                    : REDIS_CONN_UNSENT;
+    if (p->keep && !c->freeing) {
+        *c->kept_tail = p;
+        c->kept_tail = &p->next;
+        return;
+    }
+    char lost[700];
+    if (ac == c->failed_ac)
+        snprintf(lost, sizeof lost, "%s", c->setup_error);
+    else
+        snprintf(lost, sizeof lost, loss == REDIS_CONN_LOST ? "Redis connection to %s lost: %s"
+                                                            : "cannot connect to Redis at %s: %s",
+                 c->describe, ac && ac->err ? ac->errstr : "connection closed");
+    p->fn(p->data, NULL, lost, loss);
     pending_free(p);
 }
 
-int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
-                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen)
+int redis_conn_command(struct redis_conn *c, int flags, int argc, const char **argv,
+                       const size_t *argvlen, redis_conn_reply_fn *fn, void *data, char *err,
+                       size_t errlen)
 {
-    struct pending *p = calloc(1, sizeof *p);
+    int keep = (flags & REDIS_CONN_KEEP) != 0;
+    struct pending *p = pending_new(c, fn, data, keep, 0, NULL, argc, argv, argvlen);
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    p->conn = c;
-    p->fn = fn;
-    p->data = data;
-    if (send_pending(c, p, argc, argv, argvlen, err, errlen)) {
-        free(p);
+    p->keep = keep;
+    if (send_pending(c, p, argc, keep ? (const char **)p->argv : argv, keep ? p->argvlen : argvlen,
+                     err, errlen)) {
+        if (keep) {  /* for the next connection */
+            *c->kept_tail = p;
+            c->kept_tail = &p->next;
+            return 0;
+        }
+        pending_free(p);
         return -1;
     }
     return 0;
@@ -221,49 +292,38 @@ int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, 
                       const char **argv, const size_t *argvlen,
                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen)
 {
-    struct pending *p = calloc(1, sizeof *p);
-    int total = argc + 3;
     char numkeys[16];
     snprintf(numkeys, sizeof numkeys, "%d", nkeys);
-    if (!p || !(p->argv = calloc((size_t)total, sizeof *p->argv)) ||
-        !(p->argvlen = calloc((size_t)total, sizeof *p->argvlen)))
-        goto oom;
-    p->conn = c;
-    p->fn = fn;
-    p->data = data;
-    p->script = sc;
-    p->argc = total;
-    const char *head[] = {"EVALSHA", sc->sha, numkeys};
-    for (int i = 0; i < total; i++) {
-        const char *s = i < 3 ? head[i] : argv[i - 3];
-        size_t len = i < 3 ? strlen(s) : argvlen[i - 3];
-        if (!(p->argv[i] = malloc(len + 1)))
-            goto oom;
-        memcpy(p->argv[i], s, len);
-        p->argv[i][len] = '\0';
-        p->argvlen[i] = len;
+    const char *const head[] = {"EVALSHA", sc->sha, numkeys};
+    struct pending *p = pending_new(c, fn, data, 1, 3, head, argc, argv, argvlen);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    if (send_pending(c, p, total, (const char **)p->argv, p->argvlen, err, errlen)) {
+    p->script = sc;
+    if (send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, errlen)) {
         pending_free(p);
         return -1;
     }
     return 0;
-oom:
-    if (p)
-        pending_free(p);
-    snprintf(err, errlen, "out of memory");
-    return -1;
 }
 
 void redis_conn_free(struct redis_conn *c)
 {
     if (!c)
         return;
+    c->freeing = 1;
     if (c->ac) {
         redisAsyncContext *ac = c->ac;
         c->ac = NULL;
         ac->data = NULL;
         redisAsyncFree(ac);
+    }
+    while (c->kept) {
+        struct pending *p = c->kept;
+        c->kept = p->next;
+        p->fn(p->data, NULL, "connection closed", REDIS_CONN_LOST);
+        pending_free(p);
     }
     free(c);
 }

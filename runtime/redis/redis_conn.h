@@ -3,8 +3,9 @@
  * the connection was lost; every (re)connection first sends AUTH, SELECT and a
  * SCRIPT LOAD of each script, so commands queued meanwhile run on a ready
  * connection. Script calls use EVALSHA and, on a NOSCRIPT reply (Redis restarted or
- * flushed), load that script again and retry once. Uses hiredis, libev, config,
- * scripts. */
+ * flushed), load that script again and retry once. A command queued with
+ * REDIS_CONN_KEEP outlives a lost connection: it is sent again, first, on the next
+ * one. Uses hiredis, libev, config, scripts. */
 #ifndef LUAWORKER_REDIS_CONN_H
 #define LUAWORKER_REDIS_CONN_H
 
@@ -18,30 +19,47 @@
 struct ev_loop;
 struct redis_conn;
 
+/* How a command ended without a reply. */
+enum redis_conn_loss {
+    REDIS_CONN_UNSENT = 1,  /* Redis never had it: no connection could be made, or
+                             * the connection's set-up (AUTH...) was refused */
+    REDIS_CONN_LOST = 2,    /* the connection ended after it may have been sent:
+                             * whether Redis ran it is unknown */
+};
+
 /* Called exactly once per command: with the reply (possibly an error reply; valid
- * only during the call) and lost == NULL, or with reply == NULL and lost saying why
- * the connection failed (no reply will come). */
-typedef void redis_conn_reply_fn(void *data, const redisReply *reply, const char *lost);
+ * only during the call) and lost == NULL; or with reply == NULL, lost saying why
+ * and loss telling whether Redis may have run it. */
+typedef void redis_conn_reply_fn(void *data, const redisReply *reply, const char *lost,
+                                 enum redis_conn_loss loss);
+
+/* Flags of redis_conn_command. REDIS_CONN_KEEP: a command safe to run twice, whose
+ * reply nobody waits for: when the connection ends before its reply, it is sent
+ * again on the next connection (made by the next command) instead of failing, so fn
+ * sees only a reply, or a loss at redis_conn_free. */
+enum { REDIS_CONN_KEEP = 1 };
 
 /* Returns a connection that has not connected yet, or NULL when out of memory.
- * label names it in messages ("queue", "cache"). scripts must outlive it. */
+ * scripts (NULL for none) must outlive it. */
 struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_settings *s,
-                                  const struct scripts *scripts, const char *label);
+                                  const struct scripts *scripts);
 
 /* Queues a command (argv[0] is its name). Returns 0; or -1 when it could not be
- * queued (connection refused at once), with err set and fn never called. */
-int redis_conn_command(struct redis_conn *c, int argc, const char **argv, const size_t *argvlen,
-                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
-
-/* How many connections c has opened so far: a change means a new connection, which
- * has none of the previous one's client state (CLIENT TRACKING, say). */
-unsigned long redis_conn_connects(const struct redis_conn *c);
+ * queued (no connection could be made at once), with err set and fn never called
+ * (never with REDIS_CONN_KEEP: the command then waits for the next connection). */
+int redis_conn_command(struct redis_conn *c, int flags, int argc, const char **argv,
+                       const size_t *argvlen, redis_conn_reply_fn *fn, void *data, char *err,
+                       size_t errlen);
 
 /* Queues EVALSHA of script sc with nkeys keys followed by the remaining arguments
  * in argv[0..argc). The arguments are copied. Same return contract. */
 int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, int argc,
                       const char **argv, const size_t *argvlen,
                       redis_conn_reply_fn *fn, void *data, char *err, size_t errlen);
+
+/* How many connections c has opened so far: a change means a new connection, which
+ * has none of the previous one's client state (CLIENT TRACKING, say). */
+unsigned long redis_conn_connects(const struct redis_conn *c);
 
 /* Writes the commands queued on c now, as far as the socket takes them, instead of
  * when the loop next runs. Safe inside a reply callback of c. */
@@ -50,7 +68,8 @@ void redis_conn_flush(struct redis_conn *c);
 /* "host:port/db", for messages (never the password). */
 const char *redis_conn_describe(const struct redis_conn *c);
 
-/* Closes the connection; pending commands get fn(data, NULL, "connection closed"). */
+/* Closes the connection; pending and kept commands get fn(data, NULL, "connection
+ * closed", REDIS_CONN_LOST). */
 void redis_conn_free(struct redis_conn *c);
 
 #endif

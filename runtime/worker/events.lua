@@ -1,5 +1,10 @@
 -- luaworker.events: the worker's event listeners (Laravel's queue worker events,
--- in snake_case), registered from handlers' init.lua through require "luaworker".
+-- in snake_case), registered from handlers' init.lua through require "luaworker",
+-- and fired by the worker with the job they concern.
+local settings = require "luaworker.settings"
+local task = require "luaworker.task"
+local output = require "luaworker.output"
+
 local M = {}
 
 -- Laravel event each name stands for.
@@ -39,14 +44,33 @@ function M.has(name)
     return listeners[name] ~= nil
 end
 
--- Calls every listener of name with event, in registration order; errors propagate.
--- Returns false when a listener returned false (what pauses the loop for looping).
-function M.fire(name, event)
+-- Calls every listener of name with an event table {connection_name, job,
+-- exception (exc.value), and extra's fields}, in registration order; errors
+-- propagate. Returns false when a listener returned false (what pauses the loop for
+-- looping). Builds nothing when name has no listener.
+function M.fire(name, job, exc, extra)
     local list = listeners[name]
     if not list then return true end
+    local event = { connection_name = settings.connection_name, job = job,
+        exception = exc and exc.value or nil }
+    if extra then
+        for k, v in pairs(extra) do event[k] = v end
+    end
     local result = true
     for i = 1, #list do
         if list[i](event) == false then result = false end
+    end
+    return result
+end
+
+-- As fire, in a coroutine of its own, for events whose listeners' errors must not
+-- stop the caller: they are logged.
+function M.fire_safely(name, job, exc, extra)
+    if not listeners[name] then return true end
+    local ok, result, trace = task.run(M.fire, name, job, exc, extra)
+    if not ok then
+        output.error("error in a " .. name .. " hook: " .. trace, job)
+        return true
     end
     return result
 end

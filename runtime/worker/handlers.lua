@@ -4,9 +4,9 @@
 -- method (Laravel's default: fire). A handler file returns a table with
 -- handle(job, command) (or the string job's method) and optionally
 -- failed(job, command, err). Loaded handlers are cached by path.
-local M = {}
+local payload_values = require "luaworker.payload"
 
-local CALL_QUEUED_HANDLER = "Illuminate\\Queue\\CallQueuedHandler@call"
+local M = {}
 
 local dir = "./handlers"
 local cache = {}
@@ -28,7 +28,6 @@ end
 local function path_of(class)
     return dir .. "/" .. class:gsub("^\\+", ""):gsub("\\", "/") .. ".lua"
 end
-M.path_of = path_of
 
 local function file_exists(path)
     local f = io.open(path, "rb")
@@ -77,7 +76,7 @@ end
 -- Is the payload a string job ("job" other than CallQueuedHandler@call)?
 function M.is_string_job(payload)
     local j = payload.job
-    return type(j) == "string" and j ~= CALL_QUEUED_HANDLER
+    return type(j) == "string" and j ~= payload_values.CALL_QUEUED_HANDLER
 end
 
 -- Returns handler, method, path; or nil, message (naming the class and every path

@@ -1,11 +1,14 @@
--- The chaos soak (issue 6): Laravel-made jobs run through `luaworker work --processes`
--- while this driver, from a fixed seed, kill -9's worker processes, stops the
--- supervisor with TERM and starts it again, and restarts redis-server; then it checks
--- that nothing was lost. `make chaos` runs it long, spec/chaos_spec.lua short.
+-- The chaos soak (issues 6 and 11): Laravel-made jobs run through `luaworker work
+-- --processes` while this driver, from a fixed seed, kill -9's worker processes,
+-- kill -9's the supervisor's whole process group (no TERM: what a machine crash or
+-- an OOM kill does) and starts it again, stops the supervisor with TERM and starts it
+-- again, and restarts redis-server; then it checks that nothing was lost and that no
+-- job was charged an attempt it did not run. `make chaos` runs it long,
+-- spec/chaos_spec.lua short.
 --
 --   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--kills=K]
---       [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W] [--work-ms=MS]
---       [--retry-after=S] [--drain-timeout=S] [--keep]
+--       [--group-kills=G] [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W]
+--       [--work-ms=MS] [--retry-after=S] [--heartbeat=S] [--drain-timeout=S] [--keep]
 --
 -- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
@@ -14,12 +17,15 @@
 -- fall between the waves and into the drain that follows the last one.
 --
 -- Progress goes to stderr; stdout gets one JSON line, the summary:
---   jobs, kills, supervisor_restarts, redis_restarts, duplicates, duplicate_bound,
---   lost, failed, expected_failed, unexpected_failed, early, left (queue, delayed,
---   reserved), kills_seen, cut_short (runs cut short: by_kill, by_redis_restart,
---   unexplained), unexplained_duplicates, unexpected_log_lines (worker deaths that
---   were not our kills, other exit statuses, sanitizer reports, any line a soak does
---   not explain), duration, problems (a list), ok.
+--   jobs, kills, group_kills, supervisor_restarts, redis_restarts, duplicates,
+--   duplicate_bound, lost, failed, expected_failed, unexpected_failed, early, left
+--   (queue, delayed, reserved), kills_seen, cut_short (runs cut short: by_kill,
+--   by_redis_restart, unexplained), unexplained_duplicates, charged_without_run,
+--   recovery_ms (the longest time from a kill until no job the killed workers had
+--   not started was held any more: by_supervisor for single kills, by_heartbeat for
+--   group kills), heartbeat, unexpected_log_lines (worker deaths that were not our
+--   kills, other exit statuses, sanitizer reports, any line a soak does not explain),
+--   duration, problems (a list), ok.
 -- Exit status 0 when ok (no problem), 1 otherwise; the work directory (logs, the
 -- job manifest) is kept when not ok, or with --keep.
 --
@@ -27,17 +33,22 @@
 -- delayed jobs, releases + 1 for releasing ones, tries for failing ones). Runs are
 -- counted by the handler before anything else, and a job's outcome (delete, release,
 -- fail) is one atomic script, so a job runs again only when the process running it
--- did not get to record its outcome: it was SIGKILLed (at most one job per process,
--- so at most one duplicate per kill), or its Redis connection went down with the
--- restart (at most one job in flight per worker process, so at most --processes
--- duplicates per restart). A TERM lets every job in hand finish. Hence the bound:
---   duplicates <= kills + processes * redis_restarts.
+-- did not get to record its outcome: it was SIGKILLed (at most one job per process:
+-- one duplicate per kill, --processes per group kill), or Redis went away under it
+-- with the restart (its handler's Redis call failed; at most one job in flight per
+-- worker process, so at most --processes duplicates per restart). The jobs a process
+-- reserved ahead and did not start go back uncharged, and run once. A TERM lets every
+-- job in hand finish. Hence the bound:
+--   duplicates <= kills + processes * (group_kills + redis_restarts).
 -- The trail (chaos:trail, see read_trail) checks the same per run: every run cut
 -- short must be the last run of a killed process or a process's last run before a
 -- Redis restart, and no job may run again more often than its runs were cut short.
+-- It also checks that every attempt a job was charged ran: the attempts of its runs
+-- (and the one it failed at) have no gap.
 --
--- Workers run with --retry-after=3 (a killed worker's job comes back within seconds)
--- and --timeout=0 (no kill but ours). A kill or the restart costs the job in hand an
+-- Workers run with --retry-after=6 (a killed worker's job comes back within seconds),
+-- --heartbeat=1 (a dead worker's jobs not started go back within 1.5 s) and
+-- --timeout=0 (no kill but ours). A kill or the restart costs the job in hand an
 -- attempt, as in Laravel, so the jobs that should succeed get maxTries 25 (at least
 -- kills + redis restarts + 5): only the always-failing ones (maxTries 3) may fail.
 local redis = require "redis"
@@ -51,9 +62,9 @@ local QUEUE = PREFIX .. "queues:default"
 -- Options ---------------------------------------------------------------------
 
 local opt = {
-    jobs = 3000, seed = 1, processes = 3, kills = 4, supervisor_restarts = 1,
-    redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 3, drain_timeout = 120,
-    keep = false,
+    jobs = 3000, seed = 1, processes = 3, kills = 4, group_kills = 0, supervisor_restarts = 1,
+    redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 6, heartbeat = 1,
+    drain_timeout = 120, keep = false,
 }
 
 for _, a in ipairs(arg) do
@@ -216,12 +227,14 @@ local current
 local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u REDIS_PREFIX "
     .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX REDIS_HOST=127.0.0.1 REDIS_PORT="
 
+-- Starts a supervisor in a process group of its own (setsid: its pid is the group's).
 local function start_supervisor()
     local n = #supervisors + 1
     local base = string.format("%s/supervisor-%d", dir, n)
-    local cmd = string.format("%s%d %s/luaworker work --processes=%d --handlers=%s "
-        .. "--retry-after=%d --timeout=0 --sleep=0.1 --no-watch --quiet", ENV, port, quote(root),
-        opt.processes, quote(root .. "/spec/chaos/handlers"), opt.retry_after)
+    local cmd = string.format("%s%d setsid %s/luaworker work --processes=%d --handlers=%s "
+        .. "--retry-after=%d --heartbeat=%s --timeout=0 --sleep=0.1 --no-watch --quiet", ENV, port,
+        quote(root), opt.processes, quote(root .. "/spec/chaos/handlers"), opt.retry_after,
+        tostring(opt.heartbeat))
     assert(os.execute(string.format("( %s >%s.out 2>%s.log </dev/null & echo $! >%s.pid; wait $!; "
         .. "echo $? >%s.status.tmp; mv %s.status.tmp %s.status ) >/dev/null 2>&1 &",
         cmd, base, base, base, base, base, base)))
@@ -305,14 +318,61 @@ end
 
 -- Chaos events ---------------------------------------------------------------------
 
-local stats = { kills = 0, supervisor_restarts = 0, redis_restarts = 0 }
+local stats = { kills = 0, group_kills = 0, supervisor_restarts = 0, redis_restarts = 0 }
 local killed = {}       -- pid -> true
 local problems = {}
-
 local function problem(fmt, ...)
     local text = string.format(fmt, ...)
     problems[#problems + 1] = text
     log("PROBLEM: %s", text)
+end
+
+local recovery = { by_supervisor = 0, by_heartbeat = 0 }  -- the longest, in ms
+
+local WORKERS = QUEUE .. ":luaworker:workers"  -- the workers recorded as holding jobs
+
+-- The ids of the workers recorded as holding jobs of the queue whose process is pids'.
+local function worker_ids(pids)
+    local wanted, ids = {}, {}
+    for _, pid in ipairs(pids) do wanted[tostring(pid)] = true end
+    for _, id in ipairs(r("SMEMBERS", WORKERS)) do
+        if wanted[id:match(":(%d+):[^:]*$") or ""] then ids[#ids + 1] = id end
+    end
+    return ids
+end
+
+-- Waits until none of ids is recorded as holding jobs any more: what they had not
+-- started is back on the queue. Returns the ms since `since` (a clock()), or nil
+-- after 30 s.
+local function recovered(ids, since)
+    local done = wait_for(function()
+        local left = {}
+        for _, id in ipairs(r("SMEMBERS", WORKERS)) do left[id] = true end
+        for _, id in ipairs(ids) do
+            if left[id] then return false end
+        end
+        return true
+    end, 30)
+    return done and (clock() - since) * 1000 or nil
+end
+
+local function note_recovery(kind, ms)
+    if not ms then
+        problem("the jobs a killed worker had not started were still held 30 s after the kill")
+    elseif ms > recovery[kind] then
+        recovery[kind] = math.floor(ms + 0.5)
+    end
+end
+
+local function restart_redis()
+    local t0 = clock()
+    if not stop_redis() then error("chaos: redis-server did not shut down") end
+    sleep(uniform(0.2, 1))
+    if not start_redis(port) then error("chaos: redis-server did not start again") end
+    stats.redis_restarts = stats.redis_restarts + 1
+    -- the runs a worker started before this mark may have been cut short by the restart
+    r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
+    log("redis-server restarted (down %.1fs)", clock() - t0)
 end
 
 local function kill_worker()
@@ -327,11 +387,37 @@ local function kill_worker()
         problem("no worker process to kill under supervisor %d", current.n)
         return
     end
+    local ids = worker_ids({ pid })
+    local t0 = clock()
     if psignal.kill(pid, psignal.SIGKILL) == 0 then
         stats.kills = stats.kills + 1
         killed[pid] = true
         log("kill -9 worker %d (kill %d)", pid, stats.kills)
+        note_recovery("by_supervisor", recovered(ids, t0))
     end
+end
+
+-- kill -9 of the supervisor's whole process group, then a new supervisor; then, the
+-- moment no job the dead workers had not started is held any more, a Redis restart
+-- under the new workers.
+local function kill_group()
+    local s = current
+    local pids = children(s.pid)
+    local ids = worker_ids(pids)
+    local t0 = clock()
+    psignal.kill(-s.pid, psignal.SIGKILL)
+    for _, pid in ipairs(pids) do killed[pid] = true end
+    stats.group_kills = stats.group_kills + 1
+    log("kill -9 of supervisor %d's process group (%d workers, group kill %d)", s.n, #pids,
+        stats.group_kills)
+    wait_for(function() return supervisor_status(s) end, 10)
+    current = nil
+    sleep(uniform(0, 0.3))
+    start_supervisor()
+    local ms = recovered(ids, t0)
+    note_recovery("by_heartbeat", ms)
+    log("the dead workers' jobs not started were given back %s ms after the kill", tostring(ms))
+    restart_redis()
 end
 
 local function restart_supervisor()
@@ -342,18 +428,8 @@ local function restart_supervisor()
     start_supervisor()
 end
 
-local function restart_redis()
-    local t0 = clock()
-    if not stop_redis() then error("chaos: redis-server did not shut down") end
-    sleep(uniform(0.2, 1))
-    if not start_redis(port) then error("chaos: redis-server did not start again") end
-    stats.redis_restarts = stats.redis_restarts + 1
-    -- the runs a worker started before this mark may have been cut short by the restart
-    r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
-    log("redis-server restarted (down %.1fs)", clock() - t0)
-end
-
-local ACTIONS = { kill = kill_worker, supervisor = restart_supervisor, redis = restart_redis }
+local ACTIONS = { kill = kill_worker, group = kill_group, supervisor = restart_supervisor,
+    redis = restart_redis }
 
 -- The plan: W waves; after wave w, the events drawn into gap w (the redis restarts
 -- into the middle gap), each after a pause; gap W is the drain.
@@ -362,6 +438,7 @@ local function make_plan()
     for w = 1, opt.waves do gaps[w] = {} end
     local function put(kind, gap) table.insert(gaps[gap], math.random(#gaps[gap] + 1), kind) end
     for _ = 1, opt.kills do put("kill", math.random(1, opt.waves)) end
+    for _ = 1, opt.group_kills do put("group", math.random(1, opt.waves)) end
     for _ = 1, opt.supervisor_restarts do put("supervisor", math.random(1, opt.waves)) end
     -- the redis restarts open the middle gap, while the workers have a backlog
     for _ = 1, opt.redis_restarts do
@@ -391,9 +468,9 @@ end
 
 -- What the supervisors and workers may log in a soak, besides the deaths of the
 -- workers we killed: the failing jobs' errors with their tracebacks, a worker killed
--- before it was ready started again later, and the Redis restart seen from a worker
--- (connection lost and back, a job whose error could not be handled then, Redis
--- still loading its AOF).
+-- before it was ready started again later, the jobs a killed worker had not started
+-- given back, and the Redis restart seen from a worker (the outage and its end, a
+-- job whose Redis call failed then, Redis still loading its AOF).
 local EXPECTED_LINES = {
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised; released, available again in %d+s: "
         .. "RuntimeException: chaos: failing on purpose$",
@@ -401,23 +478,19 @@ local EXPECTED_LINES = {
     "^stack traceback:$",
     "^\t",
     "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, before it was ready; starting it again in %d+s$",
-    "^%[[^%]]+%] Redis [^\n]*; retrying every second$",
+    "^%[[^%]]+%] [^\n]*Redis [^\n]*; retrying every second$",
     "^%[[^%]]+%] connection to Redis at [^ ]+ is back$",
     "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
-    "^%[[^%]]+%] error while taking a job: LOADING ",
     "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
     -- a failing job one of whose attempts was cut short (a kill, the Redis restart)
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) failed: Illuminate\\Queue\\"
         .. "MaxAttemptsExceededException: ",
-    -- a killed worker's jobs reserved ahead, settled by the next process
-    "^%[[^%]]+%] the previous process left jobs reserved ahead: %d+ given back to the queue, "
-        .. "%d+ finished %(deleted again%)$",
-    "^%[[^%]]+%] could not settle the jobs the previous process left, which come back after "
-        .. "retry_after: Redis ",
-    "^%[[^%]]+%] could not give back the jobs reserved ahead, which come back after "
-        .. "retry_after: Redis ",
-    "^%[[^%]]+%] %d+ job delete%(s%) did not reach Redis %(Redis ",
+    -- the jobs a killed worker had not started, given back by its successor, or by a
+    -- worker that found its heartbeat gone (a group kill)
+    "^%[[^%]]+%] worker [^ ]+ ended without giving back its jobs: %d+ it had not started went "
+        .. "back to the queue$",
+    "^%[[^%]]+%] worker [^ ]+ stopped beating: %d+ jobs it had not started went back to queue ",
 }
 
 local function expected_line(line)
@@ -458,26 +531,35 @@ local function check_logs()
 end
 
 -- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
--- its end once its outcome is in Redis ("e ...", from the attempted hook), and the
--- driver's marks after each Redis restart ("r <n>"). A run without an end was cut
--- short. Each must be explained: the last run of a process we killed, or the last
--- run a process started before a Redis restart. Returns the runs cut short by job
--- uuid, and how many were explained by a kill, by a restart, and not at all.
+-- its end once its outcome is in Redis ("e <uuid> <attempt> <pid> <outcome> <1 when
+-- the handler raised>", from the attempted hook), and the driver's marks after each
+-- Redis restart ("r <n>"). A run without an end was cut short, and so was a run of a
+-- job not meant to fail whose handler raised (its Redis call failed). Each must be
+-- explained: the last run of a process we killed, or the last run a process started
+-- before a Redis restart. Returns the runs cut short by job uuid; how many were
+-- explained by a kill, by a restart, and not at all; and, by job uuid, the set of
+-- the attempts that ran.
 local function read_trail()
     local trail = r("LRANGE", PREFIX .. "chaos:trail", 0, -1)
     local open, last_start, before_restart = {}, {}, {}
-    local starts = {}
+    local starts, attempts = {}, {}
     for i, entry in ipairs(trail) do
-        local kind, uuid, attempt, pid = entry:match("^(%a) (%S+) ?(%d*) ?(%d*)")
+        local kind, uuid, attempt, pid, _, raised =
+            entry:match("^(%a) (%S+) ?(%d*) ?(%d*) ?(%a*) ?(%d*)")
         if kind == "s" then
             local key = uuid .. " " .. attempt .. " " .. pid
             open[key] = open[key] or {}
             table.insert(open[key], i)
             starts[i] = { uuid = uuid, pid = tonumber(pid) }
             last_start[pid] = i
+            attempts[uuid] = attempts[uuid] or {}
+            attempts[uuid][tonumber(attempt)] = true
         elseif kind == "e" then
             local list = open[uuid .. " " .. attempt .. " " .. pid]
-            if list and #list > 0 then starts[table.remove(list, 1)].ended = true end
+            if list and #list > 0 then
+                local job = manifest[uuid]
+                starts[table.remove(list, 1)].ended = not (raised == "1" and job and job.kind ~= "fail")
+            end
         elseif kind == "r" then
             for _, at in pairs(last_start) do before_restart[at] = true end
         end
@@ -499,7 +581,22 @@ local function read_trail()
             end
         end
     end
-    return cut, by_kill, by_restart, unexplained
+    return cut, by_kill, by_restart, unexplained, attempts
+end
+
+-- How many attempts of the job uuid were charged without running: those below the
+-- last it ran, or below the one it failed at (failed_at: the failed record's
+-- payload attempts + 1, or nil), that did not run.
+local function charged_without_run(ran, failed_at)
+    local last = failed_at and failed_at - 1 or 0
+    for attempt in pairs(ran or {}) do
+        if attempt > last then last = attempt end
+    end
+    local missing = 0
+    for attempt = 1, last do
+        if not (ran and ran[attempt]) then missing = missing + 1 end
+    end
+    return missing
 end
 
 -- Main ---------------------------------------------------------------------------------
@@ -544,12 +641,26 @@ local function run()
         hash(PREFIX .. "chaos:early")
     local failed = {}
     for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
-    local cut, cut_by_kill, cut_by_restart, cut_unexplained = read_trail()
+    local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = read_trail()
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
-    local lost_list, unexplained_duplicates = {}, 0
+    local lost_list, unexplained_duplicates, uncharged = {}, 0, 0
     for _, uuid in ipairs(order) do
         local job = manifest[uuid]
         if failed[uuid] then n_failed = n_failed + 1 end
+        local failed_at
+        if failed[uuid] then
+            local payload = r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "payload")
+            local ok, decoded = pcall(cjson.decode, payload or "")
+            failed_at = ok and type(decoded) == "table" and tonumber(decoded.attempts)
+            failed_at = failed_at and failed_at + 1
+        end
+        local missing = charged_without_run(ran[uuid], failed_at)
+        if missing > 0 then
+            uncharged = uncharged + missing
+            if uncharged <= 10 then
+                problem("%s job %s was charged %d attempt(s) it did not run", job.kind, uuid, missing)
+            end
+        end
         if early[uuid] then n_early = n_early + 1 end
         if job.kind == "fail" then
             expected_failed = expected_failed + 1
@@ -576,6 +687,7 @@ local function run()
     if unexplained_duplicates > 0 then
         problem("%d runs more than the runs cut short explain", unexplained_duplicates)
     end
+    if uncharged > 0 then problem("%d attempts charged to jobs that did not run them", uncharged) end
     if unexpected_failed > 0 then problem("%d jobs that should succeed failed", unexpected_failed) end
     local foreign = r("ZCARD", PREFIX .. "luaworker:failed_jobs") - n_failed
     if foreign ~= 0 then problem("%d records in the failed store are not chaos jobs", foreign) end
@@ -588,10 +700,13 @@ local function run()
         problem("left in Redis: %d queued, %d delayed, %d reserved", left.queue, left.delayed,
             left.reserved)
     end
-    local bound = stats.kills + opt.processes * stats.redis_restarts
+    local bound = stats.kills + opt.processes * (stats.group_kills + stats.redis_restarts)
     if duplicates > bound then
-        problem("%d duplicate runs, more than the bound %d (kills + processes x redis restarts)",
-            duplicates, bound)
+        problem("%d duplicate runs, more than the bound %d (kills + processes x (group kills + "
+            .. "redis restarts))", duplicates, bound)
+    end
+    if stats.group_kills < opt.group_kills then
+        problem("only %d of %d group kills happened", stats.group_kills, opt.group_kills)
     end
     local seen, unexpected = check_logs()
     if seen ~= stats.kills then
@@ -606,12 +721,14 @@ local function run()
 
     summary = {
         jobs = #order, seed = opt.seed, processes = opt.processes, kills = stats.kills,
+        group_kills = stats.group_kills, heartbeat = opt.heartbeat,
         supervisor_restarts = stats.supervisor_restarts, redis_restarts = stats.redis_restarts,
         duplicates = duplicates, duplicate_bound = bound, lost = lost, failed = n_failed,
         expected_failed = expected_failed, unexpected_failed = unexpected_failed, early = n_early,
         left = left, kills_seen = seen, unexpected_log_lines = unexpected,
         cut_short = { by_kill = cut_by_kill, by_redis_restart = cut_by_restart,
             unexplained = cut_unexplained }, unexplained_duplicates = unexplained_duplicates,
+        charged_without_run = uncharged, recovery_ms = recovery,
         duration = tonumber(string.format("%.1f", clock() - t0)), problems = problems,
     }
 end

@@ -1,7 +1,8 @@
 -- The chaos soak's trail (spec/chaos/driver.lua): after every attempt, once its
--- outcome (delete, release or fail) is in Redis, "e <uuid> <attempt> <pid> <outcome>"
--- on chaos:trail. A run whose "s" entry (Chaos.lua) has no "e" entry was cut short:
--- its process was killed, or Redis went away under it.
+-- outcome (delete, release or fail) is in Redis, "e <uuid> <attempt> <pid> <outcome>
+-- <1 when the handler raised, else 0>" on chaos:trail. A run whose "s" entry
+-- (Chaos.lua) has no "e" entry was cut short: its process was killed, or Redis went
+-- away under it.
 local luaworker = require "luaworker"
 local pid = require "pid"
 
@@ -9,6 +10,6 @@ luaworker.attempted(function(event)
     local job = event.job
     local outcome = job:has_failed() and "failed" or job:is_released() and "released"
         or job:is_deleted() and "deleted" or "none"
-    luaworker.redis("RPUSH", luaworker.prefix .. "chaos:trail", string.format("e %s %d %s %s",
-        job:uuid(), job:attempts(), pid, outcome))
+    luaworker.redis("RPUSH", luaworker.prefix .. "chaos:trail", string.format("e %s %d %s %s %d",
+        job:uuid(), job:attempts(), pid, outcome, event.exception_occurred and 1 or 0))
 end)

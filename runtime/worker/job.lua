@@ -1,10 +1,12 @@
 -- luaworker.job: a job popped from a Redis queue, as Laravel's RedisJob: the payload
 -- as popped (raw body) and the reserved copy that delete/release/fail must use.
-local cjson = require "cjson"
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
+local payload_values = require "luaworker.payload"
+local settings = require "luaworker.settings"
+local failing = require "luaworker.failing"
 
-local null = cjson.null
+local value = payload_values.value
 
 local Job = {}
 Job.__index = Job
@@ -12,11 +14,10 @@ Job.__name = "luaworker.job"
 
 local M = {}
 
--- worker: the worker's fail(job, err) and its options and connection name.
--- payload: the decoded raw body (a table).
-function M.new(worker, q, raw, reserved, payload)
+-- A job of queue q: raw, the payload as popped; reserved, its reserved copy;
+-- payload, raw decoded (a table).
+function M.new(q, raw, reserved, payload)
     return setmetatable({
-        _worker = worker,
         _queue = q,
         _raw = raw,
         _reserved = reserved,
@@ -27,11 +28,6 @@ function M.new(worker, q, raw, reserved, payload)
     }, Job)
 end
 
-local function value(v)
-    if v == null then return nil end
-    return v
-end
-
 Job.__tostring = function(job)
     return "luaworker.job(" .. tostring(job:name()) .. ", id " .. tostring(job:id()) .. ")"
 end
@@ -40,7 +36,7 @@ function Job:payload() return self._payload end
 function Job:raw_body() return self._raw end
 function Job:reserved_body() return self._reserved end
 function Job:queue() return self._queue end
-function Job:connection_name() return self._worker.connection_name end
+function Job:connection_name() return settings.connection_name end
 function Job:id() return value(self._payload.id) end
 function Job:uuid() return value(self._payload.uuid) end
 function Job:display_name() return value(self._payload.displayName) end
@@ -81,8 +77,8 @@ function Job:is_released() return self._released end
 function Job:has_failed() return self._failed end
 function Job:is_deleted_or_released() return self._deleted or self._released end
 
--- Removes the job from the queue: ZREM of the reserved copy, written with the
--- worker's next Redis command that waits (or host.flush), without a round trip.
+-- Removes the job from the queue: ZREM of the reserved copy, written when the job's
+-- run ends (or with the worker's next Redis command), without a round trip.
 function Job:delete()
     self._deleted = true
     queue.delete_reserved(self._queue, self._reserved)
@@ -102,7 +98,7 @@ end
 -- Fails the job for good: it is recorded in the failed store, the handler's failed()
 -- and the failing hooks run. err: any error value (default: "manually failed").
 function Job:fail(err)
-    self._worker.fail(self, err)
+    failing.fail(self, err)
 end
 
 -- Marks the job failed without side effects (the worker's fail does the rest).

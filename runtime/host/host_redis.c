@@ -1,0 +1,335 @@
+#include "host/host_redis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/lua_host.h"
+
+/* Pushes a Redis reply: strings and status as strings, integers as numbers, nil as
+ * nil at the top level and false inside arrays, arrays as sequences. Error replies
+ * are handled by the caller. */
+static void push_reply(lua_State *L, const redisReply *r, int top)
+{
+    luaL_checkstack(L, 4, "Redis reply too deeply nested");
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        lua_pushlstring(L, r->str, r->len);
+        break;
+    case REDIS_REPLY_INTEGER:
+        lua_pushnumber(L, (lua_Number)r->integer);
+        break;
+    case REDIS_REPLY_ARRAY:
+        lua_createtable(L, (int)r->elements, 0);
+        for (size_t i = 0; i < r->elements; i++) {
+            push_reply(L, r->element[i], 0);
+            lua_rawseti(L, -2, (int)i + 1);
+        }
+        break;
+    default:
+        if (top)
+            lua_pushnil(L);
+        else
+            lua_pushboolean(L, 0);
+    }
+}
+
+static const char *loss_kind(enum redis_conn_loss loss)
+{
+    return loss == REDIS_CONN_UNSENT ? "unreachable" : "connection";
+}
+
+/* Pushes (true, reply) or (false, message, kind); returns how many. */
+static int push_result(lua_State *L, const redisReply *reply, const char *lost,
+                       enum redis_conn_loss loss)
+{
+    if (!reply) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, lost);
+        lua_pushstring(L, loss_kind(loss));
+        return 3;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lua_pushboolean(L, 0);
+        lua_pushlstring(L, reply->str, reply->len);
+        lua_pushliteral(L, "reply");
+        return 3;
+    }
+    lua_pushboolean(L, 1);
+    push_reply(L, reply, 1);
+    return 2;
+}
+
+void host_redis_resume(void *data, const redisReply *reply, const char *lost,
+                       enum redis_conn_loss loss)
+{
+    struct host *h = data;
+    if (h->closing || h->finished)
+        return;
+    host_resume(h, push_result(h->co, reply, lost, loss));
+}
+
+int host_redis_unreachable(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    lua_pushliteral(L, "unreachable");
+    return 3;
+}
+
+struct redis_conn *host_redis_conn(lua_State *L, struct host *h, int idx)
+{
+    static const char *const names[] = {"queue", "cache", "block", NULL};
+    return h->conns[luaL_checkoption(L, idx, NULL, names)];
+}
+
+int host_redis_args(lua_State *L, int first, const char **argv, size_t *argvlen)
+{
+    int n = lua_gettop(L) - first + 1;
+    if (n > HOST_MAX_COMMAND_ARGS)
+        luaL_error(L, "too many arguments for one Redis command (%d, at most %d)", n,
+                   HOST_MAX_COMMAND_ARGS);
+    for (int i = 0; i < n; i++) {
+        int t = lua_type(L, first + i);
+        if (t != LUA_TSTRING && t != LUA_TNUMBER)
+            luaL_argerror(L, first + i, "expected a string or a number");
+        argv[i] = lua_tolstring(L, first + i, &argvlen[i]);
+    }
+    return n;
+}
+
+/* Queues the command named at index 2, with the arguments after it, on the
+ * connection named at index 1; fn gets its reply. Returns 0, or -1 with err set.
+ * Raises on bad arguments. */
+static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, char *err, size_t errlen)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = host_redis_conn(L, h, 1);
+    luaL_checkstring(L, 2);
+    const char *argv[HOST_MAX_COMMAND_ARGS];
+    size_t argvlen[HOST_MAX_COMMAND_ARGS];
+    int argc = host_redis_args(L, 2, argv, argvlen);
+    return redis_conn_command(c, flags, argc, argv, argvlen, fn, h, err, errlen);
+}
+
+/* Queues EVALSHA of the script named at index 2 on the connection named at index 1,
+ * with the key count at index 3 and the keys and arguments after it; fn gets its
+ * reply with data. Returns 0, or -1 with err set. Raises on bad arguments. */
+static int send_script(lua_State *L, redis_conn_reply_fn *fn, void *data, char *err,
+                       size_t errlen)
+{
+    struct host *h = host_of(L);
+    struct redis_conn *c = host_redis_conn(L, h, 1);
+    const struct script *sc = scripts_get(&h->scripts, luaL_checkstring(L, 2));
+    if (!sc)
+        luaL_argerror(L, 2, "no such script");
+    int nkeys = (int)luaL_checkinteger(L, 3);
+    const char *argv[HOST_MAX_COMMAND_ARGS];
+    size_t argvlen[HOST_MAX_COMMAND_ARGS];
+    int argc = host_redis_args(L, 4, argv, argvlen);
+    if (nkeys < 0 || nkeys > argc)
+        luaL_argerror(L, 3, "key count out of range");
+    return redis_conn_script(c, sc, nkeys, argc, argv, argvlen, fn, data, err, errlen);
+}
+
+/* host.command(conn, name, args...) -> true, reply | false, message, kind. Yields
+ * until the reply. */
+static int l_host_command(lua_State *L)
+{
+    char err[512];
+    if (send_command(L, 0, host_redis_resume, err, sizeof err))
+        return host_redis_unreachable(L, err);
+    return host_yield(L);
+}
+
+/* host.script(conn, name, nkeys, keys..., args...) -> as host.command. Runs
+ * scripts/<name>.lua with EVALSHA (loading it again on NOSCRIPT). Yields until the
+ * reply. */
+static int l_host_script(lua_State *L)
+{
+    char err[512];
+    if (send_script(L, host_redis_resume, host_of(L), err, sizeof err))
+        return host_redis_unreachable(L, err);
+    return host_yield(L);
+}
+
+static void on_sent(void *data, const redisReply *reply, const char *lost,
+                    enum redis_conn_loss loss)
+{
+    (void)loss;
+    struct host *h = data;
+    if (h->closing)
+        return;
+    if (!reply)
+        snprintf(h->send_error, sizeof h->send_error, "%s", lost);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        snprintf(h->send_error, sizeof h->send_error, "%.*s", (int)reply->len, reply->str);
+    else
+        return;
+    h->send_errors++;
+}
+
+/* host.send(conn, name, args...) -> true | false, message. Queues a command that is
+ * safe to run twice, without waiting for its reply: it is written with the next
+ * command that waits, or by host.flush, and a later reply on conn means it was
+ * applied. When the connection ends first, it is sent again on the next one. An
+ * error reply is counted for host.send_errors. */
+static int l_host_send(lua_State *L)
+{
+    char err[512];
+    if (send_command(L, REDIS_CONN_KEEP, on_sent, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* host.flush(conn): writes the commands queued on conn now (see redis_conn_flush). */
+static int l_host_flush(lua_State *L)
+{
+    redis_conn_flush(host_redis_conn(L, host_of(L), 1));
+    return 0;
+}
+
+/* host.send_errors() -> how many host.send commands got an error reply since the
+ * last call (0 when none) and the last one's message; clears the count. */
+static int l_host_send_errors(lua_State *L)
+{
+    struct host *h = host_of(L);
+    lua_pushinteger(L, h->send_errors);
+    lua_pushstring(L, h->send_error);
+    h->send_errors = 0;
+    return 2;
+}
+
+/* Pushes the registry table of deferred results (made on first use). */
+static void push_deferred(lua_State *L, struct host *h)
+{
+    if (h->deferred_ref == LUA_NOREF) {
+        lua_newtable(L);
+        h->deferred_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, h->deferred_ref);
+}
+
+struct deferred_call {
+    struct host *h;
+    unsigned id;
+};
+
+/* A deferred call's reply: handed to the main coroutine when it waits for it in
+ * host.collect, else kept for it as {ok=true, reply=} or {ok=false, message=,
+ * kind=}. */
+static void on_deferred(void *data, const redisReply *reply, const char *lost,
+                        enum redis_conn_loss loss)
+{
+    struct deferred_call *d = data;
+    struct host *h = d->h;
+    unsigned id = d->id;
+    free(d);
+    if (h->closing || h->finished)
+        return;
+    lua_State *L = h->L;
+    int n = push_result(L, reply, lost, loss);
+    lua_createtable(L, 0, 3);
+    lua_insert(L, -n - 1);
+    if (n == 2) {
+        lua_setfield(L, -3, "reply");
+        lua_setfield(L, -2, "ok");
+    } else {
+        lua_setfield(L, -4, "kind");
+        lua_setfield(L, -3, "message");
+        lua_setfield(L, -2, "ok");
+    }
+    if (h->collecting == id) {
+        h->collecting = 0;
+        push_deferred(L, h);
+        lua_pushnil(L);
+        lua_rawseti(L, -2, (int)id);
+        lua_pop(L, 1);
+        lua_xmove(L, h->co, 1);
+        host_resume(h, 1);
+        return;
+    }
+    push_deferred(L, h);
+    lua_insert(L, -2);
+    lua_rawseti(L, -2, (int)id);
+    lua_pop(L, 1);
+}
+
+/* host.defer(conn, name, nkeys, keys..., args...) -> id | nil, message: sends the
+ * script call as host.script does and returns at once; host.collect(id) gets its
+ * reply. */
+static int l_host_defer(lua_State *L)
+{
+    struct host *h = host_of(L);
+    struct deferred_call *d = malloc(sizeof *d);
+    if (!d)
+        return luaL_error(L, "out of memory");
+    d->h = h;
+    d->id = ++h->deferred_next ? h->deferred_next : ++h->deferred_next;
+    char err[512];
+    if (send_script(L, on_deferred, d, err, sizeof err)) {
+        free(d);
+        lua_pushnil(L);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    push_deferred(L, h);
+    lua_pushboolean(L, 0);
+    lua_rawseti(L, -2, (int)d->id);
+    lua_pushnumber(L, d->id);
+    return 1;
+}
+
+/* host.collect(id) -> the reply of the host.defer call id, as {ok=true, reply=} or
+ * {ok=false, message=, kind=}. Yields until it came. Raises for an id that is not
+ * a deferred call under way or done and not yet collected. */
+static int l_host_collect(lua_State *L)
+{
+    struct host *h = host_of(L);
+    unsigned id = (unsigned)luaL_checkinteger(L, 1);
+    push_deferred(L, h);
+    lua_rawgeti(L, -1, (int)id);
+    if (lua_istable(L, -1)) {
+        lua_pushnil(L);
+        lua_rawseti(L, -3, (int)id);
+        return 1;
+    }
+    if (lua_isnil(L, -1))
+        return luaL_argerror(L, 1, "no such deferred call");
+    h->collecting = id;
+    return host_yield(L);
+}
+
+/* host.connects(conn) -> how many connections conn has opened: a change means its
+ * client settings are gone. */
+static int l_host_connects(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)redis_conn_connects(host_redis_conn(L, host_of(L), 1)));
+    return 1;
+}
+
+/* host.describe(conn) -> "host:port/db" of that connection (no password). */
+static int l_host_describe(lua_State *L)
+{
+    lua_pushstring(L, redis_conn_describe(host_redis_conn(L, host_of(L), 1)));
+    return 1;
+}
+
+const luaL_Reg host_redis_functions[] = {
+    {"command", l_host_command},
+    {"script", l_host_script},
+    {"send", l_host_send},
+    {"flush", l_host_flush},
+    {"send_errors", l_host_send_errors},
+    {"defer", l_host_defer},
+    {"collect", l_host_collect},
+    {"connects", l_host_connects},
+    {"describe", l_host_describe},
+    {NULL, NULL},
+};

@@ -1,0 +1,122 @@
+#include "host/host_slot.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/host_system.h"
+#include "host/lua_host.h"
+#include "supervisor/slot.h"
+
+_Static_assert(HOST_ID_MAX == SLOT_ID_MAX, "a worker's id fits its slot");
+
+int host_slot_attach(struct host *h, int fd)
+{
+    char name[64] = "localhost", suffix[7];
+    gethostname(name, sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    for (char *p = name; *p; p++)
+        if (*p == ':' || *p == ' ')
+            *p = '-';
+    host_system_random_id(suffix, 6);
+    suffix[6] = '\0';
+    snprintf(h->id, sizeof h->id, "%s:%d:%s", name, (int)getpid(), suffix);
+    if (fd < 0)
+        return 0;
+    h->slot = slot_map(fd);
+    if (!h->slot)
+        return -1;
+    memcpy(h->slot->id, h->id, sizeof h->slot->id);
+    return 0;
+}
+
+/* host.identity() -> this process's id, under which its jobs are recorded. */
+static int l_host_identity(lua_State *L)
+{
+    lua_pushstring(L, host_of(L)->id);
+    return 1;
+}
+
+/* host.predecessor() -> id, job, timeout of the worker this one replaces, when it
+ * ended without giving back its jobs (job: the number of the job it was killed for
+ * running past its timeout, 0 when it was not); nil when there is none. */
+static int l_host_predecessor(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    if (!s || !s->predecessor[0])
+        return 0;
+    char id[SLOT_ID_MAX];
+    memcpy(id, s->predecessor, sizeof id);
+    id[sizeof id - 1] = '\0';
+    lua_pushstring(L, id);
+    lua_pushnumber(L, (lua_Number)s->predecessor_job);
+    lua_pushnumber(L, s->predecessor_timeout);
+    return 3;
+}
+
+/* host.report_ready(): the handlers are loaded (a worker that ends before this
+ * failed to start, and is started again after a delay). */
+static int l_host_report_ready(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    if (s)
+        atomic_store(&s->ready, 1);
+    return 0;
+}
+
+/* host.report_start(job, timeout): job (its number) started; the supervisor ends the
+ * process when it runs past timeout seconds (cut to 0..UINT32_MAX: it comes from
+ * the payload; 0 = none). No system call. */
+static int l_host_report_start(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    lua_Number job = luaL_checknumber(L, 1);
+    lua_Number seconds = luaL_checknumber(L, 2);
+    uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
+                                                                             : (uint32_t)seconds;
+    if (s)
+        slot_job_start(s, job > 0 ? (uint64_t)job : 0, timeout);
+    return 0;
+}
+
+/* host.report_end(): the job started last ended. No system call. */
+static int l_host_report_end(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    if (s)
+        slot_job_end(s);
+    return 0;
+}
+
+/* host.waiting(flag): the worker waits for Redis (true) or no longer does (false);
+ * meanwhile the running job's timeout stands still. */
+static int l_host_waiting(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    if (s)
+        slot_wait(s, lua_toboolean(L, 1));
+    return 0;
+}
+
+/* host.report_exit(reason): the reason this worker stops ("max_jobs", "empty"...),
+ * for the supervisor (at most 31 bytes are kept). */
+static int l_host_report_exit(lua_State *L)
+{
+    struct slot *s = host_of(L)->slot;
+    const char *reason = luaL_checkstring(L, 1);
+    if (s)
+        snprintf(s->reason, sizeof s->reason, "%s", reason);
+    return 0;
+}
+
+const luaL_Reg host_slot_functions[] = {
+    {"identity", l_host_identity},
+    {"predecessor", l_host_predecessor},
+    {"report_ready", l_host_report_ready},
+    {"report_start", l_host_report_start},
+    {"report_end", l_host_report_end},
+    {"waiting", l_host_waiting},
+    {"report_exit", l_host_report_exit},
+    {NULL, NULL},
+};

@@ -1,0 +1,79 @@
+/* slot: everything a supervisor and one of its worker processes tell each other, in
+ * one struct in shared memory (a memfd the worker finds through LUAWORKER_SLOT). The
+ * jobs a worker holds are recorded in Redis (scripts/pop.lua, give_back.lua), so the
+ * slot carries only what the supervisor needs: whether the worker got ready, which
+ * job it runs and since when (for timeouts, read every SUPERVISOR_POLL seconds, so
+ * a job costs no system call), why it stopped, and, for the worker that replaces
+ * it, its id and the job it was killed for. Uses nothing else.
+ *
+ * Who writes what, and when:
+ *   supervisor, before it starts a worker: predecessor, predecessor_job,
+ *     predecessor_timeout; it zeroes the worker's part.
+ *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
+ *     job fields (a sequence lock) as jobs start and end and while it waits for
+ *     Redis; reason just before it exits. */
+#ifndef LUAWORKER_SLOT_H
+#define LUAWORKER_SLOT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* The worker's environment variable: the file descriptor of its slot's memfd. */
+#define SLOT_ENV "LUAWORKER_SLOT"
+#define SLOT_ID_MAX 128
+
+struct slot {
+    /* written by the supervisor before the worker starts */
+    char predecessor[SLOT_ID_MAX];   /* the worker this one replaces, when that one ended
+                                      * without giving back its jobs; "" otherwise */
+    uint64_t predecessor_job;        /* the number of the job it was killed for running
+                                      * past its timeout; 0 when it was not */
+    uint32_t predecessor_timeout;    /* that job's timeout, in seconds */
+    /* written by the worker */
+    char id[SLOT_ID_MAX];            /* its id, as its jobs are recorded in Redis */
+    _Atomic uint32_t ready;          /* its handlers are loaded */
+    char reason[32];                 /* why it stopped ("max_jobs"...) */
+    _Atomic uint32_t seq;            /* the sequence lock: odd while the fields below change */
+    _Atomic uint64_t job;            /* the number of the job running, 0 between jobs */
+    _Atomic uint32_t timeout;        /* its timeout in seconds, 0 for none */
+    _Atomic uint32_t waiting;        /* waiting for Redis: the timeout stands still */
+    _Atomic uint64_t started_ns;     /* CLOCK_MONOTONIC at its start, moved on by each wait */
+    _Atomic uint64_t waiting_since_ns;
+};
+
+/* A consistent copy of a slot's job fields. */
+struct slot_job {
+    uint64_t job;
+    uint32_t timeout;
+    uint32_t waiting;
+    uint64_t started_ns;
+};
+
+/* Supervisor side: a zeroed slot in a new memfd, whose descriptor is stored in *fd.
+ * Returns NULL (errno set) when it cannot be made. */
+struct slot *slot_create(int *fd);
+
+/* Worker side: maps the slot in memfd fd and closes fd. Returns NULL when it cannot. */
+struct slot *slot_map(int fd);
+
+void slot_unmap(struct slot *s);
+
+/* Supervisor side: zeroes the worker's part, before a worker starts. */
+void slot_clear_worker(struct slot *s);
+
+/* Worker side: job started (timeout in seconds, 0 for none); the job ended. */
+void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout);
+void slot_job_end(struct slot *s);
+
+/* Worker side: the worker starts (waiting 1) or stops (0) waiting for Redis. The
+ * time it waits does not count toward the running job's timeout. */
+void slot_wait(struct slot *s, int waiting);
+
+/* Supervisor side: copies the job fields. Returns 0, or -1 when the worker was
+ * writing them all along (or died while writing them). */
+int slot_read_job(const struct slot *s, struct slot_job *out);
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock of started_ns. */
+uint64_t slot_now_ns(void);
+
+#endif

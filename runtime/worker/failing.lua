@@ -1,0 +1,84 @@
+-- luaworker.failing: failing a job for good, as Laravel's Job::fail does: the
+-- failed record written and the reservation removed in one step, the unique lock
+-- released, then the handler's failed() and the failing hooks. And the error values
+-- as the worker reports them.
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local queue = require "luaworker.queue"
+local task = require "luaworker.task"
+local events = require "luaworker.events"
+local handlers = require "luaworker.handlers"
+local output = require "luaworker.output"
+local call_queued_handler = require "luaworker.call_queued_handler"
+local settings = require "luaworker.settings"
+local luaworker = require "luaworker"
+
+local M = {}
+
+M.MAX_ATTEMPTS_EXCEPTION = "Illuminate\\Queue\\MaxAttemptsExceededException"
+
+-- An error as the worker reports it: class, message and the text stored in the
+-- failed-job record (message and traceback).
+function M.exception_info(err, trace)
+    local class, message
+    if luaworker.is_exception(err) then
+        class, message = err.class, err.message
+    elseif redis.is_error(err) then
+        class, message = "RedisError", err.message
+    else
+        class, message = "LuaError", tostring(err)
+    end
+    local text = tostring(err)
+    if trace then
+        -- the frames below the handler are luaworker's own
+        trace = trace:gsub('\n\t%[string "luaworker[^\n]*', "")
+    end
+    if trace and trace ~= "" then
+        text = trace:find(text, 1, true) == 1 and trace or (text .. "\n" .. trace)
+    end
+    return { value = err, class = class, message = message, text = text }
+end
+
+function M.max_attempts_exception(job)
+    return luaworker.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
+        .. " has been attempted too many times or run too long. The job may have previously timed out.")
+end
+
+-- Job::fail: record, remove the reservation, then the handler's failed() and the
+-- failing hooks. A job already deleted is only marked failed (as Laravel does).
+function M.fail(job, err, trace)
+    job:mark_as_failed()
+    if job:is_deleted() then return end
+    if err == nil then
+        err = luaworker.exception("Illuminate\\Queue\\ManuallyFailedException",
+            "This job was manually failed.")
+    end
+    local exc = M.exception_info(err, trace or debug.traceback("job:fail() called", 2))
+    local payload = job:payload()
+    local uuid = payload.uuid
+    if type(uuid) ~= "string" or uuid == "" then uuid = host.uuid() end
+    local now = host.now()
+    queue.fail(job:queue(), job:reserved_body(), {
+        uuid = uuid, connection = settings.connection_name, payload = job:raw_body(),
+        exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
+    })
+    job:mark_as_deleted()
+
+    local handler = handlers.resolve(payload)
+    local command = handler and call_queued_handler.command_of(job)
+    if command ~= nil and not handlers.is_string_job(payload) then
+        local mode = call_queued_handler.unique_mode(handler, command)
+        if mode and mode ~= "until_processing" then
+            local ok, _, utrace = task.run(call_queued_handler.release_unique_lock, handler, command)
+            if not ok then output.error("cannot release the unique lock: " .. utrace, job) end
+        end
+    end
+    if handler and type(handler.failed) == "function" then
+        local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)
+        if not ok then output.error("error in failed() of " .. job:name() .. ": " .. ftrace, job) end
+    end
+    events.fire_safely("failing", job, exc)
+    output.job("failed", job, exc)
+end
+
+return M

@@ -1,0 +1,180 @@
+-- luaworker.process: Laravel's Worker::process for one job: the "already exceeds"
+-- check, the handler (through call_queued_handler), and on an error
+-- handleJobException: the maxTries / retryUntil / maxExceptions rules, then the
+-- release with the backoff. And the timeout rules for a job whose process was ended
+-- for running past its timeout. Reference: laravel-queue-reference.md 8.5-8.10.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local task = require "luaworker.task"
+local events = require "luaworker.events"
+local output = require "luaworker.output"
+local jobs = require "luaworker.job"
+local failing = require "luaworker.failing"
+local call_queued_handler = require "luaworker.call_queued_handler"
+local reservations = require "luaworker.reservations"
+local settings = require "luaworker.settings"
+local luaworker = require "luaworker"
+
+local decode = cjson.new().decode
+
+local M = {}
+
+-- How long Laravel's maxExceptions counters live (job-exceptions:<uuid>, seconds).
+local EXCEPTIONS_TTL = 86400
+
+local function to_integer(v)
+    -- PHP's (int) cast of a backoff entry: leading digits, else 0.
+    local n = tostring(v):match("^%s*([+-]?%d+)")
+    return n and tonumber(n) or 0
+end
+
+local function split(s, sep)
+    local parts = {}
+    for part in (s .. sep):gmatch("(.-)" .. sep) do parts[#parts + 1] = part end
+    return parts
+end
+M.split = split
+
+local function max_tries_of(job)
+    local t = job:max_tries()
+    if t == nil then return settings.options.tries end
+    return tonumber(t) or settings.options.tries
+end
+
+-- retryUntil as Laravel tests it (null and 0 are "none").
+local function retry_until_of(job)
+    local r = tonumber(job:retry_until())
+    if r == 0 then return nil end
+    return r
+end
+
+-- Before running: fail the job if it already used up its attempts or its time.
+local function fail_if_already_exceeds(job)
+    local max_tries, retry_until = max_tries_of(job), retry_until_of(job)
+    if retry_until and host.now() <= retry_until then return end
+    if not retry_until and (max_tries == 0 or job:attempts() <= max_tries) then return end
+    local e = failing.max_attempts_exception(job)
+    failing.fail(job, e, "")
+    error(e, 0)
+end
+
+-- After an error: fail the job when this was its last attempt.
+local function fail_if_will_exceed_max_attempts(job, exc)
+    local max_tries, retry_until = max_tries_of(job), retry_until_of(job)
+    if retry_until and retry_until <= host.now() then
+        failing.fail(job, exc.value, exc.text)
+    end
+    if not retry_until and max_tries > 0 and job:attempts() >= max_tries then
+        failing.fail(job, exc.value, exc.text)
+    end
+end
+
+-- After an error: count it in the cache store (key job-exceptions:<uuid>, shared
+-- with PHP workers) and fail the job when it reaches maxExceptions. The counter's
+-- commands are not sent twice: a lost connection leaves the job to retry_after.
+local function fail_if_will_exceed_max_exceptions(job, exc)
+    local uuid, max_exceptions = job:uuid(), tonumber(job:max_exceptions())
+    if uuid == nil or max_exceptions == nil then return end
+    local key = settings.cache_prefix .. "job-exceptions:" .. uuid
+    local current = redis.call("cache", "GET", key)
+    if not current or current == "" or current == "0" then
+        redis.call("cache", "SETEX", key, EXCEPTIONS_TTL, 0)
+    end
+    if max_exceptions <= redis.call_once("cache", nil, "INCRBY", key, 1) then
+        redis.call("cache", "DEL", key)
+        failing.fail(job, exc.value, exc.text)
+    end
+end
+
+-- Seconds until the released job is due. A negative backoff is due at once (as
+-- Laravel's release with a past time).
+local function backoff_for(job)
+    local source = job:backoff()
+    if source == nil then source = settings.options.effective_backoff end
+    local list = split(tostring(source), ",")
+    return math.max(0, to_integer(list[job:attempts()] or list[#list]))
+end
+
+-- Worker::handleJobException: the fail checks, then the automatic release.
+-- Raises what Redis raises (the caller logs it; the job then stays reserved and
+-- comes back after retry_after, as with PHP).
+local function handle_job_exception(job, exc, started)
+    if not job:has_failed() then
+        fail_if_will_exceed_max_attempts(job, exc)
+        fail_if_will_exceed_max_exceptions(job, exc)
+    end
+    events.fire_safely("exception_occurred", job, exc)
+    if not job:is_deleted() and not job:is_released() and not job:has_failed() then
+        local delay = backoff_for(job)
+        job:release(delay)
+        events.fire_safely("released_after_exception", job, exc, { backoff = delay })
+        output.job("released_after_exception", job, exc, host.clock() - started)
+        output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
+            tostring(job:name()), job:attempts(), delay, exc.text), job)
+    else
+        output.error(string.format("%s (attempt %d) %s: %s", tostring(job:name()), job:attempts(),
+            exc.class == failing.MAX_ATTEMPTS_EXCEPTION and "failed" or "raised", exc.text), job)
+    end
+end
+
+-- The part of Worker::process that raises what the job raises.
+local function run_job(job, started)
+    output.job("starting", job)
+    events.fire("before", job)
+    fail_if_already_exceeds(job)
+    if not job:is_deleted() then call_queued_handler.call(job) end
+    events.fire("after", job)
+    output.job("success", job, nil, host.clock() - started)
+end
+
+-- Worker::process for one job. Its start is recorded in Redis first (a job killed
+-- from here on is one that ran: it stays reserved, by Laravel's rules), and the
+-- supervisor ends this process if it runs past its timeout.
+function M.process(job)
+    local started = host.clock()
+    if job.undecodable then
+        failing.fail(job, luaworker.exception("JsonException",
+            "payload cannot be decoded: " .. job.undecodable), "")
+        return
+    end
+    reservations.start(job)
+    host.report_start(job.number or 0, tonumber(job:timeout()) or settings.options.timeout)
+    local ok, err, trace = task.run(run_job, job, started)
+    if not ok then
+        local handled, herr, htrace = task.run(handle_job_exception, job,
+            failing.exception_info(err, trace), started)
+        if not handled then
+            output.error("while handling the error of " .. tostring(job:name()) .. ": "
+                .. tostring(redis.is_error(herr) and herr.message or htrace), job)
+        end
+    end
+    events.fire_safely("attempted", job, nil, { exception_occurred = not ok })
+    host.report_end()
+end
+
+-- Worker::registerTimeoutHandler's decisions, for a job whose process was ended
+-- because it ran past its timeout: fail it when that was its last attempt, when
+-- maxExceptions is reached (a timeout counts as an exception) or when it has
+-- failOnTimeout; otherwise leave it reserved, to come back after retry_after.
+function M.handle_timed_out_job(timeout, q, raw, reserved)
+    local decoded, payload = pcall(decode, raw)
+    if not decoded or type(payload) ~= "table" then payload = { attempts = 0 } end
+    local job = jobs.new(q, raw, reserved, payload)
+    local exc = failing.exception_info(failing.max_attempts_exception(job), "")
+    local ok, err, trace = task.run(function()
+        fail_if_will_exceed_max_attempts(job, exc)
+        fail_if_will_exceed_max_exceptions(job, exc)
+        if job:should_fail_on_timeout() then failing.fail(job, exc.value, exc.text) end
+    end)
+    events.fire_safely("timed_out", job, exc, { timeout = timeout })
+    if not ok then
+        output.error("while handling the timeout of " .. tostring(job:name()) .. ": "
+            .. tostring(redis.is_error(err) and err.message or trace), job)
+    end
+    output.error(string.format("%s (attempt %d) ran past its timeout of %ds; its process was ended%s",
+        tostring(job:name()), job:attempts(), timeout,
+        job:has_failed() and "; failed" or ", and it stays reserved until retry_after"), job)
+end
+
+return M

@@ -1,0 +1,338 @@
+-- luaworker.reservations: taking jobs (Laravel's Worker::getNextJob), and the jobs a
+-- worker process holds, accounted for in Redis so that whatever dies, each job is
+-- run to its end under Laravel's rules or given back with no attempt charged.
+--
+-- A pop reserves up to BATCH_MAX jobs, each as by its own Laravel pop, and records
+-- them against this process's id in the same script (scripts/pop.lua: its record
+-- queues:Q:luaworker:<id>, the set queues:Q:luaworker:workers, its heartbeat
+-- queues:Q:luaworker:<id>:alive). They run in order; while a full batch runs, the
+-- pop of the next one is under way. A job's start is recorded (the record's field
+-- `started`) and written to Redis, with the delete of the job before it, before its
+-- handler runs. Jobs numbered above `started` were not started, and go back to the
+-- head of their queue as they were, attempts uncharged (scripts/give_back.lua):
+--   - when this worker held them over HOLD seconds (behind a slow job), pauses,
+--     stops, lost a pop's reply, or outlived its lease (below);
+--   - when this worker died: at once by the worker its supervisor starts in its
+--     place ("killed", told by host.predecessor), else by any luaworker on the queue
+--     that finds its heartbeat gone ("dead"), within 1.5 heartbeat periods.
+-- A started job stays reserved: Laravel's rules apply to it (retry_after, or the
+-- timeout rules when it was killed for running past its timeout).
+--
+-- The heartbeat lives --heartbeat seconds (TTL); the host sets it every TTL/4 while
+-- the loop runs, and so does each pop. A confirmed heartbeat holds the lease for
+-- TTL/2 (runtime/host/host_heartbeat.h). This worker starts a job reserved ahead
+-- only when the lease has been held without a break since its pop: after a break
+-- (an outage, a handler computing that long without yielding), another process may
+-- have taken it for dead and given the job back, so it gives back what is left and
+-- pops afresh. The job running meanwhile is unaffected.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local queue = require "luaworker.queue"
+local events = require "luaworker.events"
+local output = require "luaworker.output"
+local jobs = require "luaworker.job"
+local settings = require "luaworker.settings"
+
+local decode = cjson.new().decode
+
+local M = {}
+
+-- Seconds a job reserved ahead may wait for its turn.
+local HOLD = 1
+-- The most jobs one pop takes, and the time a batch should take to run.
+local BATCH_MAX, BATCH_BUDGET = 32, 0.05
+-- Shares of the heartbeat's TTL: between two heartbeats, of the lease, between two
+-- looks for dead workers.
+local BEAT, LEASE, SCAN = 0.25, 0.5, 0.5
+-- Seconds a worker's record outlives the reservations of its last pop.
+local RECORD_MARGIN = 60
+-- Seconds a stopping worker waits for Redis to give its jobs back; past that they
+-- come back once another luaworker finds its heartbeat gone.
+local RETIRE_WAIT = 5
+
+local options                  -- settings.options
+local id                       -- this process's id (host.identity)
+local ttl                      -- the heartbeat's TTL, seconds
+local next_number = 1          -- the number the next job taken gets
+local touched = {}             -- queue -> true: those this worker may have a record of
+local unsure = false           -- a pop's reply was lost: its jobs may be recorded
+local next_scan = 0            -- host.clock() of the next look for dead workers
+local migrated_at = {}         -- queue -> the Unix second its due jobs were last moved
+-- the batch being run: queue, {payload, reserved} pairs, the next to run, when its
+-- pop was sent, when its first job started, the number of its first job
+local ahead = { q = nil, jobs = {}, next = 1, at = 0, started = 0, first = 0 }
+local pending                  -- the pop of the next batch under way: {q, handle, at, number}
+local batch_size = 1
+
+-- Starts the heartbeat of this process on each of its queues.
+function M.setup()
+    options = settings.options
+    id = host.identity()
+    ttl = options.heartbeat
+    local keys = {}
+    for i, q in ipairs(settings.queues) do keys[i] = select(3, queue.worker_keys(q, id)) end
+    host.heartbeat(ttl * BEAT, math.floor(ttl * 1000), ttl * LEASE, options.queue_list, unpack(keys))
+end
+
+-- Whether the jobs of a pop sent at host.clock() time `sent` are still this
+-- worker's: its lease has been held without a break since then.
+local function still_ours(sent)
+    local since = host.lease()
+    return since ~= nil and since <= sent
+end
+
+-- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
+-- holds a true value (PHP-serialized) while the queue is paused.
+function M.paused(q)
+    if settings.config.laravel_version < 12 then return false end
+    local v = redis.call("cache", "GET", settings.cache_prefix .. "illuminate:queue:paused:"
+        .. settings.connection_name .. ":" .. q)
+    return v ~= nil and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
+end
+
+-- The Unix second q's due jobs were last moved (see pop), or nil.
+function M.migrated_at(q)
+    return migrated_at[q]
+end
+
+-- Reports deletes and start records (redis.send) that Redis refused.
+function M.report_send_errors()
+    local n, message = host.send_errors()
+    if n > 0 then
+        output.error(string.format("Redis refused %d record(s) of a job's start or delete (%s): "
+            .. "such a job runs again after retry_after", n, message))
+    end
+end
+
+-- Logs a payload the pop moved to the failed store (scripts/pop.lua).
+local function report_unusable(q, problem, record_id)
+    output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
+        q, problem, record_id))
+end
+
+-- The arguments of a pop of up to count jobs of q (queue.pop), numbering its jobs.
+local function pop_args(q, count)
+    local now = host.now()
+    local number = next_number
+    next_number = next_number + count
+    touched[q] = true
+    return { now = now, retry_after = options.retry_after, connection = settings.connection_name,
+        count = count, worker = id, number = number, ttl = options.retry_after + RECORD_MARGIN,
+        heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list }, number
+end
+
+-- Raises err, noting first that a pop's reply may have been lost with it.
+local function lost_pop(err)
+    if redis.is_error(err) and err.kind == "connection" then unsure = true end
+    error(err, 0)
+end
+
+-- Pops up to count jobs of q: migrates due jobs first (once per second per queue:
+-- scores are whole seconds, so that moves what moving them before every pop would,
+-- at most a second later), then pops; an unusable payload is moved to the failed
+-- store (logged) and the pop goes on. Returns the {payload, reserved} pairs, the
+-- number of the first, and when the pop was sent.
+local function pop(q, count)
+    local now = host.now()
+    if migrated_at[q] ~= now then
+        queue.migrate(q, now, options.migration_batch_size)
+        migrated_at[q] = now
+    end
+    for _ = 1, 1000 do
+        local sent = host.clock()
+        local args, number = pop_args(q, count)
+        local ok, taken, problem, record_id = pcall(queue.pop, q, args)
+        if not ok then lost_pop(taken) end
+        host.heartbeat_note(sent)
+        M.report_send_errors()
+        if problem then report_unusable(q, problem, record_id) end
+        if #taken > 0 or not problem then return taken, number, sent end
+    end
+    return {}, 0, 0
+end
+
+local function start_prefetch(q, count)
+    if pending or count < 2 then return end
+    local args, number = pop_args(q, count)
+    pending = { q = q, handle = queue.start_pop(q, args), at = host.clock(), number = number }
+end
+
+-- Waits for the pop under way. Returns its jobs (maybe none), its queue, when it
+-- was sent and the number of its first job; raises what Redis raised.
+local function finish_prefetch()
+    local p = pending
+    pending = nil
+    local ok, taken, problem, record_id = pcall(queue.finish_pop, p.handle)
+    if not ok then lost_pop(taken) end
+    host.heartbeat_note(p.at)
+    M.report_send_errors()
+    if problem then report_unusable(p.q, problem, record_id) end
+    return taken, p.q, p.at, p.number
+end
+
+-- Gives back every job this worker took and did not start, on every queue it
+-- popped from: mode "own" (it goes on) or "retire" (it stops). Raises what Redis
+-- raises (the jobs then come back when this worker's heartbeat is gone).
+local function give_back(mode, limit)
+    batch_size = 1
+    ahead.jobs, ahead.next = {}, 1
+    -- the pop under way may have recorded jobs: its reply first
+    if pending then pcall(finish_prefetch) end
+    for q in pairs(touched) do queue.give_back(q, id, mode, nil, limit) end
+    unsure = false
+end
+
+-- The next job reserved ahead and its number, or nil.
+local function take_ahead()
+    if ahead.next > #ahead.jobs then return nil end
+    if host.clock() - ahead.at > HOLD or not still_ours(ahead.at) then
+        give_back("own")
+        return nil
+    end
+    local index = ahead.next
+    ahead.next = index + 1
+    return ahead.jobs[index], ahead.first + index - 1
+end
+
+-- Makes taken (from q, its pop sent at time at, its first job numbered number) the
+-- batch being run, with the pop of the next one under way when it is full. Returns
+-- its first job and number.
+local function run_batch(q, taken, at, number, limit)
+    ahead.q, ahead.jobs, ahead.next, ahead.at, ahead.first = q, taken, 2, at, number
+    ahead.started = host.clock()
+    if #taken == batch_size then start_prefetch(q, math.min(batch_size, limit - #taken)) end
+    return taken[1], number
+end
+
+-- The first job of the next batch: the pop under way's, else a pop of up to limit
+-- jobs from the first queue that has one. Sizes batches to run in BATCH_BUDGET.
+local function pop_batch(queues, limit)
+    if #ahead.jobs > 0 then
+        local per_job = (host.clock() - ahead.started) / #ahead.jobs
+        batch_size = math.max(1, math.min(BATCH_MAX, math.floor(BATCH_BUDGET / math.max(per_job, 1e-6))))
+    end
+    ahead.jobs, ahead.next = {}, 1
+    if pending then
+        local taken, q, at, number = finish_prefetch()
+        if #taken > 0 then
+            if not M.paused(q) and host.clock() - at <= HOLD and still_ours(at) then
+                return run_batch(q, taken, at, number, limit)
+            end
+            batch_size = 1
+            queue.give_back(q, id, "own")
+        end
+    end
+    for _, q in ipairs(queues) do
+        if not M.paused(q) then
+            local taken, number, sent = pop(q, math.min(batch_size, limit))
+            if #taken > 0 then return run_batch(q, taken, sent, number, limit) end
+        end
+    end
+    return nil
+end
+
+-- Worker::getNextJob: the first queue in --queue order that is not paused and has
+-- a job wins (a job reserved ahead first). limit: the most jobs to reserve. Returns
+-- the job or nil; raises what Redis raises.
+function M.next_job(queues, limit)
+    if unsure then give_back("own") end
+    events.fire("popping", nil, nil, { queue = options.queue_list })
+    local q = ahead.q
+    local taken, number = take_ahead()
+    if not taken then
+        taken, number = pop_batch(queues, limit)
+        q = ahead.q
+    end
+    if not taken then return nil end
+    local raw, reserved = taken[1], taken[2]
+    -- The pop script decoded the same bytes, so this only fails where this
+    -- cjson is stricter than Redis' (the job is then failed).
+    local decoded, payload = pcall(decode, raw)
+    local problem
+    if not decoded or type(payload) ~= "table" then
+        problem = decoded and "not a JSON object" or tostring(payload)
+        payload = { attempts = 0 }
+    end
+    local job = jobs.new(q, raw, reserved, payload)
+    job.undecodable = problem
+    job.number = number
+    events.fire("popped", job)
+    return job
+end
+
+-- Records that job starts, and writes that now, with what else is queued: the
+-- delete of the job before it, so that at any moment at most one job of this
+-- process is between its start and its outcome in Redis. (A delete is also written
+-- by the next command the worker waits for.)
+function M.start(job)
+    queue.start(job:queue(), id, job.number)
+    host.flush("queue")
+end
+
+-- Before the worker waits without working (paused, down for maintenance): the jobs
+-- it holds go back. Raises what Redis raises.
+function M.settle()
+    give_back("own")
+end
+
+-- When the worker stops: the jobs it holds go back, its heartbeat stops and its
+-- records go. Waits for Redis at most RETIRE_WAIT seconds; raises what Redis raises.
+function M.retire()
+    host.heartbeat_stop()
+    give_back("retire", RETIRE_WAIT)
+end
+
+-- What the worker this one replaces left, when it died without giving back its jobs:
+-- the jobs it had not started go back at once. Returns the job it was killed for
+-- running past its timeout as {q =, payload =, reserved =, timeout =}, or nil.
+-- Raises what Redis raises.
+function M.take_over()
+    local predecessor, job, timeout = host.predecessor()
+    if not predecessor then return nil end
+    local given, killed = 0, nil
+    for _, q in ipairs(settings.queues) do
+        local n, payload, reserved = queue.give_back(q, predecessor, "killed", job > 0 and job or nil)
+        given = given + n
+        if payload then killed = { q = q, payload = payload, reserved = reserved, timeout = timeout } end
+    end
+    if given > 0 then
+        output.error(string.format("worker %s ended without giving back its jobs: %d it had not "
+            .. "started went back to the queue", predecessor, given))
+    end
+    return killed
+end
+
+-- Every TTL/2: gives back the jobs not started of each worker of these queues whose
+-- heartbeat is gone. Raises what Redis raises.
+function M.recover_dead_workers()
+    local now = host.clock()
+    if now < next_scan then return end
+    next_scan = now + ttl * SCAN
+    for _, q in ipairs(settings.queues) do
+        local others = {}
+        for _, w in ipairs(queue.workers(q)) do
+            if w ~= id then others[#others + 1] = w end
+        end
+        for i, alive in ipairs(queue.alive(q, others)) do
+            if not alive then
+                local given = queue.give_back(q, others[i], "dead")
+                if given and given > 0 then
+                    output.error(string.format("worker %s stopped beating: %d jobs it had not "
+                        .. "started went back to queue %s", others[i], given, q))
+                end
+            end
+        end
+    end
+end
+
+-- Seconds between two looks for dead workers, and until the next one.
+function M.scan_interval()
+    return ttl * SCAN
+end
+
+function M.until_next_scan()
+    return math.max(0, next_scan - host.clock())
+end
+
+return M
