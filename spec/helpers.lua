@@ -211,9 +211,11 @@ local Server = {}
 Server.__index = Server
 
 -- Starts a redis-server of a spec's own on a free port (for specs that stop and
--- restart it). Returns a server with port, client(), stop(), start().
-function H.redis_server()
-    local srv = setmetatable({ dir = H.tmpdir() }, Server)
+-- restart it). opts.appendonly: it keeps its data across a restart (AOF, fsync
+-- every second; stop() shuts it down cleanly). Returns a server with port,
+-- client(), stop(), start().
+function H.redis_server(opts)
+    local srv = setmetatable({ dir = H.tmpdir(), appendonly = opts and opts.appendonly }, Server)
     for _ = 1, 50 do
         srv.port = 20000 + math.random(0, 19999)
         if srv:start() then return srv end
@@ -223,11 +225,15 @@ end
 
 function Server:start()
     local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s --save '' "
-        .. "--daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log", self.port, self.dir,
-        self.dir, self.dir))
+        .. "--appendonly %s --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log", self.port,
+        self.dir, self.appendonly and "yes" or "no", self.dir, self.dir))
     if not ok then return false end
+    -- up once it answers (not LOADING its data)
     local up = pcall(H.wait_until, function()
-        return pcall(function() self.conn = redis.connect("127.0.0.1", self.port) end)
+        return pcall(function()
+            self.conn = redis.connect("127.0.0.1", self.port)
+            self.conn:ping()
+        end)
     end, 5, "redis-server to start")
     return up
 end
@@ -235,7 +241,8 @@ end
 function Server:stop()
     if self.conn then pcall(function() self.conn:quit() end) end
     self.conn = nil
-    os.execute("redis-cli -p " .. self.port .. " shutdown nosave >/dev/null 2>&1")
+    os.execute("redis-cli -p " .. self.port .. " shutdown " .. (self.appendonly and "" or "nosave")
+        .. " >/dev/null 2>&1")
     H.wait_until(function()
         return not pcall(redis.connect, "127.0.0.1", self.port)
     end, 10, "redis-server to stop")

@@ -1,46 +1,177 @@
--- The worker against a Redis that goes away and comes back.
+-- The worker against a Redis that goes away, or cannot run commands for a while,
+-- and comes back: the queue's own commands wait it out, a handler's luaworker.redis
+-- waits a bounded time, nothing done meanwhile is lost.
 local H = require "spec.helpers"
 local cjson = H.json
 
+-- Records each run; "slow" waits spec:slow seconds first; "write" waits spec:slow
+-- seconds, then INCRs spec:count (and records a RedisError's message in spec:error).
 local HANDLER = [[
 local luaworker = require "luaworker"
 return { handle = function(job, command)
     luaworker.redis("RPUSH", "spec:ran", job:id())
+    if command.action == "slow" or command.action == "write" then
+        luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
+    end
+    if command.action == "write" then
+        local ok, err = pcall(luaworker.redis, "INCR", "spec:count")
+        if not ok then
+            luaworker.redis("SET", "spec:error", tostring(err))
+            error(err, 0)
+        end
+    end
 end }
 ]]
 
-describe("luaworker work when Redis goes away", function()
-    it("logs the outage once, reconnects, loads its scripts again and drains the queue", function()
-        local srv = H.redis_server()
-        local handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
-        local env = { REDIS_PORT = tostring(srv.port) }
-        local list, _, _, notify = H.keys()
-        local function push(id)
-            srv:r("RPUSH", list, cjson.encode(H.payload({ id = id })))
-            srv:r("RPUSH", notify, "1")
-        end
+local function spec_job(action, id)
+    return H.payload({ id = id, data = { commandName = "App\\Jobs\\Spec", command = string.format(
+        'O:13:"App\\Jobs\\Spec":1:{s:6:"action";s:%d:"%s";}', #action, action) } })
+end
 
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = env })
-        push("before")
-        H.wait_until(function() return #srv:r("LRANGE", "spec:ran", 0, -1) == 1 end, 10, "the first job")
+describe("luaworker work when Redis goes away", function()
+    local srv, handlers, workers, env
+
+    before_each(function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
+        workers = {}
+    end)
+
+    after_each(function()
+        for _, w in ipairs(workers) do w:stop() end
+        if srv then pcall(srv.stop, srv) end
+        srv = nil
+    end)
+
+    local function server(opts)
+        srv = H.redis_server(opts)
+        env = { REDIS_PORT = tostring(srv.port) }
+        return srv
+    end
+
+    local function push(payload)
+        local list, _, _, notify = H.keys()
+        srv:r("RPUSH", list, cjson.encode(payload))
+        srv:r("RPUSH", notify, "1")
+    end
+
+    local function ran()
+        local ok, list = pcall(srv.r, srv, "LRANGE", "spec:ran", 0, -1)
+        return ok and list or {}
+    end
+
+    local function start(args)
+        local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
+        for _, a in ipairs(args or {}) do full[#full + 1] = a end
+        local w = H.spawn(full, { env = env })
+        workers[#workers + 1] = w
+        return w
+    end
+
+    it("logs the outage once, reconnects, loads its scripts again and drains the queue", function()
+        server()
+        local w = start()
+        push(H.payload({ id = "before" }))
+        H.wait_until(function() return #ran() == 1 end, 10, "the first job")
 
         srv:stop()
         H.sleep(2.5)
         assert.is_nil(w:status())
         srv:start()
-        push("after")
+        push(H.payload({ id = "after" }))
         H.wait_until(function()
-            local ok, ran = pcall(srv.r, srv, "LRANGE", "spec:ran", 0, -1)
-            return ok and #ran == 1 and ran[1] == "after"
+            local list = ran()
+            return #list == 1 and list[1] == "after"
         end, 10, "the job pushed after the restart")
         w:kill("TERM")
         assert.are.equal(0, w:wait())
-        srv:stop()
 
         local err = w:stderr()
         local _, lost = err:gsub("lost: ", "")
         assert.are.equal(1, lost)
         assert.matches("retrying every second", err)
         assert.matches("connection to Redis at 127.0.0.1:" .. srv.port .. "/0 is back", err)
+    end)
+
+    it("waits out a Redis that refuses writes (READONLY, as a replica in a failover), then runs the job once", function()
+        server()
+        push(spec_job("ok", "j1"))
+        -- a replica of a master that cannot be reached: it keeps its data, refuses writes
+        srv:r("REPLICAOF", "127.0.0.1", "1")
+        local w = start()
+        H.sleep(1.5)
+        assert.are.same({}, ran())
+        srv:r("REPLICAOF", "NO", "ONE")
+        H.wait_until(function() return #ran() == 1 end, 10, "the job")
+        local list, _, reserved = H.keys()
+        H.wait_until(function() return srv:r("ZCARD", reserved) == 0 end, 5, "its delete")
+        assert.are.equal(0, srv:r("LLEN", list))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+        assert.matches("READONLY [^\n]*; retrying every second", w:stderr())
+        assert.matches("is back", w:stderr())
+    end)
+
+    it("lets a handler's luaworker.redis wait out a Redis that refuses writes for a while", function()
+        server()
+        srv:r("SET", "spec:slow", "0.5")
+        push(spec_job("write", "j1"))
+        local w = start()
+        H.wait_until(function() return #ran() == 1 end, 10, "the job to start")
+        srv:r("REPLICAOF", "127.0.0.1", "1")
+        H.sleep(2)
+        srv:r("REPLICAOF", "NO", "ONE")
+        local _, _, reserved = H.keys()
+        H.wait_until(function() return srv:r("ZCARD", reserved) == 0 end, 10, "the job to end")
+        assert.are.same({ "1", false }, { srv:r("GET", "spec:count"), srv:r("EXISTS", "spec:error") == 1 })
+        assert.are.equal(1, #ran())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("makes a handler's luaworker.redis raise after 10 s of a Redis that refuses writes", function()
+        server()
+        srv:r("SET", "spec:slow", "0.5")
+        push(spec_job("write", "j1"))
+        local w = start({ "--tries=1" })
+        H.wait_until(function() return #ran() == 1 end, 10, "the job to start")
+        srv:r("REPLICAOF", "127.0.0.1", "1")
+        local started = os.time()
+        H.sleep(11)
+        srv:r("REPLICAOF", "NO", "ONE")
+        H.wait_until(function() return srv:r("EXISTS", "spec:error") == 1 end, 10, "the handler's error")
+        assert.is_true(os.time() - started >= 10)
+        assert.matches("^READONLY", srv:r("GET", "spec:error"))
+        assert.is_nil(srv:r("GET", "spec:count"))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("writes a job's delete made while Redis is away once it is back: the job does not run again", function()
+        server({ appendonly = true })
+        srv:r("SET", "spec:slow", "1")
+        push(spec_job("slow", "j1"))
+        local w = start({ "--retry-after=60" })
+        H.wait_until(function() return #ran() == 1 end, 10, "the job to start")
+        -- the handler returns, and its delete is made, while Redis is down
+        srv:stop()
+        H.sleep(2.5)
+        srv:start()
+        local list, _, reserved = H.keys()
+        H.wait_until(function() return srv:r("ZCARD", reserved) == 0 end, 10, "the delete")
+        H.sleep(1)
+        assert.are.same({ 0, 1 }, { srv:r("LLEN", list), #ran() })
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("stops on TERM while Redis is away, without waiting for it", function()
+        server()
+        local w = start()
+        push(H.payload({ id = "j1" }))
+        H.wait_until(function() return #ran() == 1 end, 10, "the job")
+        srv:stop()
+        H.sleep(1)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
     end)
 end)

@@ -52,20 +52,21 @@ local function waits_out(value, kind, repeat_lost)
     return kind == "reply" and PASSING[value:match("^%u+") or ""] or false
 end
 
-local on_outage, on_back  -- set by wait_out_failures
+local on_outage, on_back, interrupted  -- set by wait_out_failures
 local in_outage = false
 
 -- Makes this process wait out transient failures (see above). outage(message) is
--- called when an outage starts, back() when Redis answers again.
-function M.wait_out_failures(outage, back)
-    on_outage, on_back = outage, back
+-- called when an outage starts, back() when Redis answers again; a wait gives up
+-- (the failure is raised) when interrupted() returns true.
+function M.wait_out_failures(outage, back, stop)
+    on_outage, on_back, interrupted = outage, back, stop
 end
 
--- Notes that Redis cannot be reached, from a failure seen elsewhere (a wait for a
--- job, a pop whose connection was lost): the outage is reported once, and its end
--- when the next command succeeds. Returns whether err was such a failure.
+-- Notes a transient failure seen elsewhere (a wait for a job, a pop whose
+-- connection was lost) as an outage: reported once, and its end when the next
+-- command succeeds. Returns whether err was such a failure.
 function M.note_outage(err)
-    if not (on_outage and M.is_error(err) and (err.kind == "connection" or err.kind == "unreachable")) then
+    if not (on_outage and M.is_error(err) and waits_out(err.message, err.kind, true)) then
         return false
     end
     if not in_outage then
@@ -96,6 +97,7 @@ local function attempt(repeat_lost, limit, fn, ...)
     if hold then host.waiting(true) end
     repeat
         if limit and host.clock() - started + delay > limit then break end
+        if interrupted and interrupted() then break end
         host.sleep(delay)
         delay = math.min(delay * 2, MAX_DELAY)
         ok, value, kind = fn(...)

@@ -24,6 +24,7 @@ local EXIT_OK, EXIT_MEMORY = 0, 12
 local HEARTBEAT, HEARTBEAT_SHARE, HEARTBEAT_MIN = 10, 1 / 3, 0.5
 
 local options
+local in_job = false  -- a job is in hand (process.process runs)
 
 -- The restart key written by `queue:restart` (and `luaworker restart`).
 local function last_restart()
@@ -35,19 +36,18 @@ end
 local ERROR_DELAY_MAX = 16
 local error_delay = 1
 
--- Runs fn(...) in a coroutine of its own. An error is logged with what (a lost
--- connection as the start of an outage, once: luaworker.redis waits it out and
--- says when Redis is back), then the loop waits before it goes on. Returns true and
--- fn's result, or false.
+-- Runs fn(...) in a coroutine of its own. An error is logged with what, and the
+-- loop waits before it goes on; a transient failure is noted as an outage instead
+-- (logged once), and the loop goes on at once: its next command waits the outage
+-- out (luaworker.redis). Returns true and fn's result, or false.
 local function guarded(what, fn, ...)
     local ok, result = task.run(fn, ...)
     if ok then
         error_delay = 1
         return true, result
     end
-    if not redis.note_outage(result) then
-        output.error(what .. ": " .. tostring(redis.is_error(result) and result.message or result))
-    end
+    if redis.note_outage(result) then return false end
+    output.error(what .. ": " .. tostring(redis.is_error(result) and result.message or result))
     host.sleep(error_delay)
     error_delay = math.min(error_delay * 2, ERROR_DELAY_MAX)
     return false
@@ -123,6 +123,13 @@ local function get_next_job(queues, limit)
     return ok and job or nil
 end
 
+-- Runs job (Worker::process), noting that a job is in hand meanwhile.
+local function run(job)
+    in_job = true
+    process.process(job)
+    in_job = false
+end
+
 -- What the worker this one replaces left: its jobs not started go back, and the job
 -- it was killed for gets Laravel's timeout rules.
 local function take_over()
@@ -152,10 +159,13 @@ local function prepare(cli, cfg)
     handlers.set_dir(options.handlers)
     handlers.add_to_package_path()
     output.configure(options)
+    -- an outage is waited out; without a job in hand, a stop signal ends the wait
     redis.wait_out_failures(function(message)
         output.error(message .. "; retrying every second")
     end, function()
         output.error("connection to Redis at " .. host.describe("queue") .. " is back")
+    end, function()
+        return not in_job and (host.signals())
     end)
 end
 
@@ -191,7 +201,7 @@ function M.run(cli, cfg)
             return EXIT_OK
         end
         local job = get_next_job(queues, 1)
-        if job then process.process(job) else host.sleep(options.sleep) end
+        if job then run(job) else host.sleep(options.sleep) end
         task.run(reservations.retire)
         return EXIT_OK
     end
@@ -210,7 +220,7 @@ function M.run(cli, cfg)
                 options.max_jobs > 0 and options.max_jobs - jobs_processed or math.huge)
             if job then
                 jobs_processed = jobs_processed + 1
-                process.process(job)
+                run(job)
                 if options.rest > 0 then host.sleep(options.rest) end
             elseif not options.stop_when_empty then
                 guarded("error while waiting for a job", idle.wait, queues)

@@ -1,0 +1,250 @@
+-- The jobs a worker process holds, accounted for in Redis (runtime/worker/reservations.lua):
+-- scripts/pop.lua records them against the worker, scripts/give_back.lua gives back
+-- those it did not start, whoever asks; and the worker around them: a whole process
+-- group killed, a worker whose lease ran out.
+local H = require "spec.helpers"
+local cjson = H.json
+
+local POP, GIVE_BACK = H.read_file(H.root .. "/scripts/pop.lua"), H.read_file(H.root .. "/scripts/give_back.lua")
+
+local W = "host:123:abcdef"
+local list, delayed, reserved, notify = H.keys()
+local RECORD = H.prefix .. "queues:default:luaworker:" .. W
+local WORKERS = H.prefix .. "queues:default:luaworker:workers"
+local ALIVE = RECORD .. ":alive"
+
+-- scripts/pop.lua for worker W: up to count jobs numbered from number.
+local function pop(count, number)
+    local now = os.time()
+    return H.r("EVAL", POP, 8, list, reserved, notify, H.prefix .. "luaworker:failed_jobs",
+        H.prefix .. "luaworker:failed_jobs:x", RECORD, WORKERS, ALIVE, now + 90, "x", "redis",
+        "default", now, "2026-01-01 00:00:00", count, W, number, 150, 5000, "default")
+end
+
+local function give_back(mode, wanted, worker)
+    worker = worker or W
+    local record = H.prefix .. "queues:default:luaworker:" .. worker
+    return H.r("EVAL", GIVE_BACK, 6, list, reserved, notify, record, WORKERS, record .. ":alive",
+        worker, mode, wanted or "")
+end
+
+local function push(n)
+    local pushed = {}
+    for i = 1, n do pushed[i] = H.push(H.payload({ id = "p" .. i })) end
+    return pushed
+end
+
+describe("scripts/pop.lua with a worker's keys", function()
+    before_each(H.flush)
+
+    it("records each job it takes against the worker, sets its heartbeat and adds it to the queue's workers", function()
+        local pushed = push(3)
+        local r = pop(3, 7)
+        assert.are.same({ pushed[1], r[2], pushed[2], r[4], pushed[3], r[6] }, r)
+        local record = H.hash(RECORD)
+        assert.are.same({ pushed[1], r[2], pushed[2], r[4], pushed[3], r[6] },
+            { record.p7, record.r7, record.p8, record.r8, record.p9, record.r9 })
+        assert.are.same({ W }, H.r("SMEMBERS", WORKERS))
+        assert.are.equal("default", H.r("GET", ALIVE))
+        local pttl = H.r("PTTL", ALIVE)
+        assert.is_true(pttl > 4000 and pttl <= 5000, tostring(pttl))
+        assert.is_true(H.r("TTL", RECORD) > 140)
+        -- each as by its own Laravel pop
+        assert.are.equal(3, H.r("ZCARD", reserved))
+        assert.are.equal(0, H.r("LLEN", notify))
+    end)
+
+    it("drops the entries of the jobs numbered below the one the worker started last", function()
+        push(4)
+        pop(2, 1)
+        H.r("HSET", RECORD, "started", 2)
+        pop(2, 3)
+        local fields = H.r("HKEYS", RECORD)
+        table.sort(fields)
+        assert.are.same({ "p2", "p3", "p4", "r2", "r3", "r4", "started" }, fields)
+    end)
+end)
+
+describe("scripts/give_back.lua", function()
+    before_each(H.flush)
+
+    it("puts the jobs a worker did not start back at the head of the queue, in order and as they were, with their tokens", function()
+        local pushed = push(5)
+        pop(4, 1)
+        H.r("HSET", RECORD, "started", 1)
+        H.r("DEL", notify)
+        assert.are.same({ 3 }, give_back("own"))
+        assert.are.same({ pushed[2], pushed[3], pushed[4], pushed[5] }, H.r("LRANGE", list, 0, -1))
+        assert.are.equal(3, H.r("LLEN", notify))
+        -- the started job stays reserved; the worker's record and heartbeat stay
+        assert.are.equal(1, H.r("ZCARD", reserved))
+        assert.are.same({ W }, H.r("SMEMBERS", WORKERS))
+        assert.are.equal(1, H.r("EXISTS", ALIVE))
+        -- run twice, it gives back nothing more
+        assert.are.same({ 0 }, give_back("own"))
+        assert.are.equal(4, H.r("LLEN", list))
+    end)
+
+    it("gives back everything when the worker started nothing, and removes its record when it retires", function()
+        local pushed = push(2)
+        pop(2, 1)
+        assert.are.same({ 2 }, give_back("retire"))
+        assert.are.same(pushed, H.r("LRANGE", list, 0, -1))
+        assert.are.same({ 0, 0, 0, 0 }, { H.r("ZCARD", reserved), H.r("EXISTS", RECORD),
+            H.r("EXISTS", ALIVE), H.r("SCARD", WORKERS) })
+    end)
+
+    it("does nothing for a dead worker while its heartbeat is there, and gives back once it is gone", function()
+        push(3)
+        pop(3, 1)
+        assert.are.equal(-1, give_back("dead"))
+        assert.are.equal(3, H.r("ZCARD", reserved))
+        H.r("DEL", ALIVE)
+        assert.are.same({ 3 }, give_back("dead"))
+        assert.are.same({ 3, 0, 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", reserved),
+            H.r("EXISTS", RECORD), H.r("SCARD", WORKERS) })
+    end)
+
+    it("returns the job a killed worker ran past its timeout, which stays reserved", function()
+        local pushed = push(3)
+        local r = pop(3, 1)
+        H.r("HSET", RECORD, "started", 2)
+        assert.are.same({ 1, pushed[2], r[4] }, give_back("killed", 2))
+        assert.are.same({ pushed[3] }, H.r("LRANGE", list, 0, -1))
+        assert.are.same({ r[2], r[4] }, H.r("ZRANGE", reserved, 0, -1))
+    end)
+
+    it("leaves alone a job whose reservation expired or was settled meanwhile", function()
+        local pushed = push(3)
+        local r = pop(3, 1)
+        H.r("ZREM", reserved, r[4])          -- settled (deleted, or migrated back)
+        assert.are.same({ 2 }, give_back("retire"))
+        assert.are.same({ pushed[1], pushed[3] }, H.r("LRANGE", list, 0, -1))
+    end)
+end)
+
+-- Records each run as {id, attempts, pid}. The command's action: "slow" waits
+-- spec:slow seconds; "spin" computes spec:spin seconds without yielding.
+local HANDLER = [[
+local luaworker = require "luaworker"
+local pid = io.open("/proc/self/stat"):read("*l"):match("^(%d+)")
+return {
+    handle = function(job, command)
+        luaworker.redis("RPUSH", "spec:ran", luaworker.json.encode({ id = job:id(),
+            attempts = job:attempts(), pid = pid }))
+        if command.action == "slow" then
+            luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
+        elseif command.action == "spin" then
+            local stop = os.clock() + tonumber(luaworker.redis("GET", "spec:spin"))
+            while os.clock() < stop do end
+        end
+    end,
+}
+]]
+
+local function spec_job(action, id)
+    return H.payload({ id = id, data = { commandName = "App\\Jobs\\Spec", command = string.format(
+        'O:13:"App\\Jobs\\Spec":1:{s:6:"action";s:%d:"%s";}', #action, action) } })
+end
+
+local function ran() return H.json_list("spec:ran") end
+
+local function children(pid)
+    local f = io.popen("pgrep -P " .. pid)
+    local pids = {}
+    for p in f:read("*a"):gmatch("%d+") do pids[#pids + 1] = tonumber(p) end
+    f:close()
+    return pids
+end
+
+describe("luaworker work's jobs reserved ahead", function()
+    local handlers, workers
+
+    before_each(function()
+        H.flush()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
+        workers = {}
+    end)
+
+    after_each(function()
+        for _, w in ipairs(workers) do w:stop() end
+    end)
+
+    local function start(args)
+        local full = { "work", "--handlers=" .. handlers, "--sleep=0.05", "--heartbeat=1",
+            "--retry-after=60" }
+        for _, a in ipairs(args or {}) do full[#full + 1] = a end
+        local w = H.spawn(full)
+        workers[#workers + 1] = w
+        return w
+    end
+
+    -- j0 alone, then a slow job and 20 quick ones: the second pop takes them all
+    local function push_batch(action)
+        H.push(spec_job("ok", "j0"))
+        H.push(spec_job(action, "j1"))
+        for i = 2, 21 do H.push(spec_job("ok", "j" .. i)) end
+    end
+
+    it("go back uncharged when the whole process group is killed, given back by another luaworker within two heartbeats", function()
+        H.r("SET", "spec:slow", "60")
+        push_batch("slow")
+        local w = start()
+        H.wait_until(function() return #ran() == 2 end, 10, "the slow job to start")
+        H.sleep(0.3)
+        assert.are.equal(2, #ran())
+        assert.are.equal(0, H.r("LLEN", list))
+        -- what a machine crash or an OOM kill does: no TERM, every process at once
+        local pids = children(w.pid)
+        os.execute("kill -9 " .. w.pid .. " " .. table.concat(pids, " "))
+        local killed_at = os.time()
+        start()
+        H.wait_until(function() return #ran() == 22 end, 10, "the jobs the dead worker had not started")
+        assert.is_true(os.time() - killed_at <= 5)
+        local runs = ran()
+        for i = 3, 22 do
+            assert.are.same({ "j" .. (i - 1), 1 }, { runs[i].id, runs[i].attempts })
+        end
+        -- the job that was running stays reserved, by Laravel's rules
+        local left = H.r("ZRANGE", reserved, 0, -1)
+        assert.are.equal(1, #left)
+        assert.are.equal("j1", cjson.decode(left[1]).id)
+        assert.matches("worker [^ ]+:" .. pids[1] .. ":%w+ stopped beating: 20 jobs it had not "
+            .. "started went back to queue default", workers[2]:stderr())
+    end)
+
+    it("are not run by a worker whose lease ran out while a handler computed, once another process gave them back", function()
+        -- the heartbeat lives 0.4 s: the spinning handler (0.7 s of CPU, less than the
+        -- second a batch is held) outlives it, and this spec, as another luaworker
+        -- would, gives back the jobs the worker holds as soon as its heartbeat is gone
+        H.r("SET", "spec:spin", "0.7")
+        push_batch("spin")
+        start({ "--heartbeat=0.4" })
+        H.wait_until(function() return #ran() == 2 end, 10, "the spinning job to start")
+        local id = H.r("SMEMBERS", WORKERS)[1]
+        H.wait_until(function() return H.r("EXISTS", H.prefix .. "queues:default:luaworker:" .. id
+            .. ":alive") == 0 end, 5, "the heartbeat to stop")
+        assert.are.same({ 20 }, give_back("dead", nil, id))
+        H.wait_until(function() return #ran() == 22 end, 10, "the other jobs")
+        H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 10, "the last job's end")
+        H.sleep(0.5)
+        local runs, seen = ran(), {}
+        assert.are.equal(22, #runs)
+        for _, r in ipairs(runs) do
+            assert.is_nil(seen[r.id], r.id .. " ran twice")
+            seen[r.id] = true
+            assert.are.equal(1, r.attempts)
+        end
+    end)
+
+    it("go back when the worker stops, and it leaves no record behind", function()
+        H.r("SET", "spec:slow", "1")
+        push_batch("slow")
+        local w = start()
+        H.wait_until(function() return #ran() == 2 end, 10, "the slow job to start")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+        assert.are.equal(20, H.r("LLEN", list))
+        assert.are.same({ 0, 0 }, { H.r("ZCARD", reserved), #H.r("KEYS", H.prefix .. "queues:default:luaworker*") })
+    end)
+end)
