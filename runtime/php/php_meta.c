@@ -119,3 +119,116 @@ int php_meta_valid_class(const char *p, size_t n)
     }
     return 1;
 }
+
+const char *php_meta_member_order(lua_State *L, int t, int mt, int *count)
+{
+    int order, total = 0, n = 0, seq = 1, has_keys = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+        lua_pop(L, 1);
+        total++;
+        if (seq && !(lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == (lua_Number)total)) {
+            seq = 0;
+        }
+    }
+    /* lua_next order is not guaranteed ascending: confirm with rawgeti */
+    if (!seq) {
+        int i;
+        seq = 1;
+        for (i = 1; i <= total; i++) {
+            lua_rawgeti(L, t, i);
+            if (lua_isnil(L, -1)) {
+                seq = 0;
+            }
+            lua_pop(L, 1);
+            if (!seq) {
+                break;
+            }
+        }
+    }
+    if (mt != 0) {
+        lua_getfield(L, mt, "keys");
+        has_keys = lua_istable(L, -1);
+        lua_pop(L, 1);
+    }
+    if (!has_keys && seq) {
+        lua_pushnil(L);
+        *count = total;
+        return NULL;
+    }
+    lua_createtable(L, total, 0);
+    order = lua_gettop(L);
+    if (has_keys) {
+        int i, nk;
+        lua_getfield(L, mt, "keys");
+        nk = (int)lua_objlen(L, -1);
+        lua_newtable(L); /* keys already placed */
+        for (i = 1; i <= nk; i++) {
+            lua_rawgeti(L, -2, i);
+            if (!lua_isnil(L, -1)) {
+                lua_pushvalue(L, -1);
+                lua_rawget(L, t);
+                if (!lua_isnil(L, -1)) {
+                    lua_pushvalue(L, -2);
+                    lua_rawget(L, -4);
+                    if (lua_isnil(L, -1)) {
+                        lua_pushvalue(L, -3);
+                        lua_rawseti(L, order, ++n);
+                        lua_pushvalue(L, -3);
+                        lua_pushboolean(L, 1);
+                        lua_rawset(L, -6);
+                    }
+                    lua_pop(L, 1);
+                }
+                lua_pop(L, 1);
+            }
+            lua_pop(L, 1);
+        }
+        if (n < total) {
+            int extra = lua_gettop(L) + 1;
+            int j, ne = 0;
+            lua_newtable(L);
+            lua_pushnil(L);
+            while (lua_next(L, t) != 0) {
+                lua_pop(L, 1);
+                lua_pushvalue(L, -1);
+                lua_rawget(L, extra - 1);
+                if (lua_isnil(L, -1)) {
+                    lua_pushvalue(L, -2);
+                    lua_rawseti(L, extra, ++ne);
+                }
+                lua_pop(L, 1);
+            }
+            if (php_meta_push_helper(L, PHP_META_HELPER_SORT_KEYS) != 0) {
+                return "cannot sort keys (no ffi)";
+            }
+            lua_pushvalue(L, extra);
+            if (lua_pcall(L, 1, 0, 0) != 0) {
+                lua_pop(L, 1);
+                return "cannot sort keys";
+            }
+            for (j = 1; j <= ne; j++) {
+                lua_rawgeti(L, extra, j);
+                lua_rawseti(L, order, ++n);
+            }
+        }
+        lua_settop(L, order);
+    } else {
+        lua_pushnil(L);
+        while (lua_next(L, t) != 0) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, order, ++n);
+        }
+        if (php_meta_push_helper(L, PHP_META_HELPER_SORT_KEYS) != 0) {
+            return "cannot sort keys (no ffi)";
+        }
+        lua_pushvalue(L, order);
+        if (lua_pcall(L, 1, 0, 0) != 0) {
+            lua_pop(L, 1);
+            return "cannot sort keys";
+        }
+    }
+    *count = n;
+    return NULL;
+}

@@ -53,6 +53,14 @@ void php_meta_sub(lua_State *L, int mt, const char *field);
  * else 0. */
 int php_meta_valid_class(const char *p, size_t n);
 
+/* Pushes the order in which PHP writes the members of the table at t (stack +1;
+ * t absolute; mt its metatable's absolute index, or 0): nil for a sequence 1..n
+ * (*count = n), else an array of its keys (*count = its length): the keys recorded
+ * in mt.keys that t still has, in that order, then the others sorted as
+ * PHP_META_HELPER_SORT_KEYS does. Returns NULL, or what went wrong (then the stack
+ * is left as it was at the failure). */
+const char *php_meta_member_order(lua_State *L, int t, int mt, int *count);
+
 /* Lua functions for what the C API cannot do, written with LuaJIT's ffi. */
 enum php_meta_helper {
     PHP_META_HELPER_MAKE_INT64 = 1, /* (8-byte string) -> int64_t cdata */

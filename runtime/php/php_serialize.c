@@ -222,131 +222,15 @@ static int php_serialize_emit_member(php_serialize_writer *w, int mt, int kidx, 
     return php_serialize_emit(w, vidx);
 }
 
-/* Pushes the member order of the table at t (stack +1): either nil for a
- * sequence 1..n (*count = n) or an array of keys (*count = its length).
- * Keys recorded in mt.keys come first (when present in t), the rest sorted. */
-static int php_serialize_order(php_serialize_writer *w, int t, int mt, int *count)
-{
-    lua_State *L = w->L;
-    int order, total = 0, n = 0, seq = 1, has_keys = 0;
-    lua_pushnil(L);
-    while (lua_next(L, t) != 0) {
-        lua_pop(L, 1);
-        total++;
-        if (seq && !(lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == (lua_Number)total)) {
-            seq = 0;
-        }
-    }
-    /* lua_next order is not guaranteed ascending: confirm with rawgeti */
-    if (!seq) {
-        int i;
-        seq = 1;
-        for (i = 1; i <= total; i++) {
-            lua_rawgeti(L, t, i);
-            if (lua_isnil(L, -1)) {
-                seq = 0;
-            }
-            lua_pop(L, 1);
-            if (!seq) {
-                break;
-            }
-        }
-    }
-    if (mt != 0) {
-        lua_getfield(L, mt, "keys");
-        has_keys = lua_istable(L, -1);
-        lua_pop(L, 1);
-    }
-    if (!has_keys && seq) {
-        lua_pushnil(L);
-        *count = total;
-        return 0;
-    }
-    lua_createtable(L, total, 0);
-    order = lua_gettop(L);
-    if (has_keys) {
-        int i, nk;
-        lua_getfield(L, mt, "keys");
-        nk = (int)lua_objlen(L, -1);
-        lua_newtable(L); /* keys already placed */
-        for (i = 1; i <= nk; i++) {
-            lua_rawgeti(L, -2, i);
-            if (!lua_isnil(L, -1)) {
-                lua_pushvalue(L, -1);
-                lua_rawget(L, t);
-                if (!lua_isnil(L, -1)) {
-                    lua_pushvalue(L, -2);
-                    lua_rawget(L, -4);
-                    if (lua_isnil(L, -1)) {
-                        lua_pushvalue(L, -3);
-                        lua_rawseti(L, order, ++n);
-                        lua_pushvalue(L, -3);
-                        lua_pushboolean(L, 1);
-                        lua_rawset(L, -6);
-                    }
-                    lua_pop(L, 1);
-                }
-                lua_pop(L, 1);
-            }
-            lua_pop(L, 1);
-        }
-        if (n < total) {
-            int extra = lua_gettop(L) + 1;
-            int j, ne = 0;
-            lua_newtable(L);
-            lua_pushnil(L);
-            while (lua_next(L, t) != 0) {
-                lua_pop(L, 1);
-                lua_pushvalue(L, -1);
-                lua_rawget(L, extra - 1);
-                if (lua_isnil(L, -1)) {
-                    lua_pushvalue(L, -2);
-                    lua_rawseti(L, extra, ++ne);
-                }
-                lua_pop(L, 1);
-            }
-            if (php_meta_push_helper(L, PHP_META_HELPER_SORT_KEYS) != 0) {
-                return php_serialize_fail(w, "cannot sort keys (no ffi)");
-            }
-            lua_pushvalue(L, extra);
-            if (lua_pcall(L, 1, 0, 0) != 0) {
-                lua_pop(L, 1);
-                return php_serialize_fail(w, "cannot sort keys");
-            }
-            for (j = 1; j <= ne; j++) {
-                lua_rawgeti(L, extra, j);
-                lua_rawseti(L, order, ++n);
-            }
-        }
-        lua_settop(L, order);
-    } else {
-        lua_pushnil(L);
-        while (lua_next(L, t) != 0) {
-            lua_pop(L, 1);
-            lua_pushvalue(L, -1);
-            lua_rawseti(L, order, ++n);
-        }
-        if (php_meta_push_helper(L, PHP_META_HELPER_SORT_KEYS) != 0) {
-            return php_serialize_fail(w, "cannot sort keys (no ffi)");
-        }
-        lua_pushvalue(L, order);
-        if (lua_pcall(L, 1, 0, 0) != 0) {
-            lua_pop(L, 1);
-            return php_serialize_fail(w, "cannot sort keys");
-        }
-    }
-    *count = n;
-    return 0;
-}
-
 /* Emits the members {...} of the table at t in order; mt may be 0. */
 static int php_serialize_emit_members(php_serialize_writer *w, int t, int mt)
 {
     lua_State *L = w->L;
     int count, i, order;
     char tmp[32];
-    if (php_serialize_order(w, t, mt, &count) != 0) {
-        return -1;
+    const char *problem = php_meta_member_order(L, t, mt, &count);
+    if (problem) {
+        return php_serialize_fail(w, problem);
     }
     order = lua_gettop(L);
     snprintf(tmp, sizeof tmp, "%d:{", count);
@@ -516,8 +400,9 @@ static int php_serialize_emit_table(php_serialize_writer *w, int idx)
         /* members: object keys become their mangled names */
         {
             int count, i, order;
-            if (php_serialize_order(w, idx, mt, &count) != 0) {
-                return -1;
+            const char *problem = php_meta_member_order(L, idx, mt, &count);
+            if (problem) {
+                return php_serialize_fail(w, problem);
             }
             order = lua_gettop(L);
             snprintf(tmp, sizeof tmp, "%d:{", count);
