@@ -29,30 +29,19 @@
 -- Exit status 0 when ok (no problem), 1 otherwise; the work directory (logs, the
 -- job manifest) is kept when not ok, or with --keep.
 --
--- A duplicate is a handler run beyond those a run without chaos makes (1 for ok and
--- delayed jobs, releases + 1 for releasing ones, tries for failing ones). Runs are
--- counted by the handler before anything else, and a job's outcome (delete, release,
--- fail) is one atomic script, so a job runs again only when the process running it
--- did not get to record its outcome: it was SIGKILLed (at most one job per process:
--- one duplicate per kill, --processes per group kill), or Redis went away under it
--- with the restart (its handler's Redis call failed; at most one job in flight per
--- worker process, so at most --processes duplicates per restart). The jobs a process
--- reserved ahead and did not start go back uncharged, and run once. A TERM lets every
--- job in hand finish. Hence the bound:
---   duplicates <= kills + processes * (group_kills + redis_restarts).
--- The trail (chaos:trail, see read_trail) checks the same per run: every run cut
--- short must be the last run of a killed process or a process's last run before a
--- Redis restart, and no job may run again more often than its runs were cut short.
--- It also checks that every attempt a job was charged ran: the attempts of its runs
--- (and the one it failed at) have no gap.
+-- What counts as a duplicate, and the bound on them: see spec/chaos/verdict.lua.
 --
 -- Workers run with --retry-after=6 (a killed worker's job comes back within seconds),
 -- --heartbeat=1 (a dead worker's jobs not started go back within 1.5 s) and
 -- --timeout=0 (no kill but ours). A kill or the restart costs the job in hand an
 -- attempt, as in Laravel, so the jobs that should succeed get maxTries 25 (at least
 -- kills + redis restarts + 5): only the always-failing ones (maxTries 3) may fail.
+-- the modules beside this file
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+
 local redis = require "redis"
 local cjson = require "cjson"
+local verdict = require "verdict"
 local ptime = require "posix.time"
 local psignal = require "posix.signal"
 
@@ -466,139 +455,6 @@ local function drained()
         >= #order
 end
 
--- What the supervisors and workers may log in a soak, besides the deaths of the
--- workers we killed: the failing jobs' errors with their tracebacks, a worker killed
--- before it was ready started again later, the jobs a killed worker had not started
--- given back, and the Redis restart seen from a worker (the outage and its end, a
--- job whose Redis call failed then, Redis still loading its AOF).
-local EXPECTED_LINES = {
-    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised; released, available again in %d+s: "
-        .. "RuntimeException: chaos: failing on purpose$",
-    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised: RuntimeException: chaos: failing on purpose$",
-    "^stack traceback:$",
-    "^\t",
-    "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, before it was ready; starting it again in %d+s$",
-    "^%[[^%]]+%] [^\n]*Redis [^\n]*; retrying every second$",
-    "^%[[^%]]+%] connection to Redis at [^ ]+ is back$",
-    "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
-    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
-    "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
-    -- a failing job one of whose attempts was cut short (a kill, the Redis restart)
-    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) failed: Illuminate\\Queue\\"
-        .. "MaxAttemptsExceededException: ",
-    -- the jobs a killed worker had not started, given back by its successor, or by a
-    -- worker that found its heartbeat gone (a group kill)
-    "^%[[^%]]+%] worker [^ ]+ ended without giving back its jobs: %d+ it had not started went "
-        .. "back to the queue$",
-    "^%[[^%]]+%] worker [^ ]+ stopped beating: %d+ jobs it had not started went back to queue ",
-}
-
-local function expected_line(line)
-    for _, pattern in ipairs(EXPECTED_LINES) do
-        if line:match(pattern) then return true end
-    end
-    return false
-end
-
--- Reads the supervisors' logs: the deaths they saw must be our kills (signal 9, a pid
--- we killed); nothing may have exited otherwise, timed out, tripped a sanitizer or
--- logged what a soak does not explain. Returns the kills seen and the unexpected lines.
-local function check_logs()
-    local seen, unexpected = 0, 0
-    local counts = {}
-    for _, s in ipairs(supervisors) do
-        local text = read_file(s.base .. ".log") or ""
-        for line in text:gmatch("[^\n]+") do
-            local pid, sig = line:match("^%[[^%]]+%] worker %d+ %(pid (%d+)%) was killed by signal (%d+)")
-            if pid and tonumber(sig) == 9 and killed[tonumber(pid)] then
-                seen = seen + 1
-            elseif not expected_line(line) then
-                unexpected = unexpected + 1
-                if unexpected <= 20 then problem("supervisor %d logged: %s", s.n, line:sub(1, 300)) end
-            end
-            local key = line:gsub("^%[[^%]]*%]%s*", ""):gsub("%[%w+%]%s*", "")
-                :gsub("%d+", "N"):sub(1, 90)
-            counts[key] = (counts[key] or 0) + 1
-        end
-    end
-    write_file(dir .. "/log-lines.txt", (function()
-        local t = {}
-        for k, v in pairs(counts) do t[#t + 1] = string.format("%7d %s", v, k) end
-        table.sort(t)
-        return table.concat(t, "\n") .. "\n"
-    end)())
-    return seen, unexpected
-end
-
--- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
--- its end once its outcome is in Redis ("e <uuid> <attempt> <pid> <outcome> <1 when
--- the handler raised>", from the attempted hook), and the driver's marks after each
--- Redis restart ("r <n>"). A run without an end was cut short, and so was a run of a
--- job not meant to fail whose handler raised (its Redis call failed). Each must be
--- explained: the last run of a process we killed, or the last run a process started
--- before a Redis restart. Returns the runs cut short by job uuid; how many were
--- explained by a kill, by a restart, and not at all; and, by job uuid, the set of
--- the attempts that ran.
-local function read_trail()
-    local trail = r("LRANGE", PREFIX .. "chaos:trail", 0, -1)
-    local open, last_start, before_restart = {}, {}, {}
-    local starts, attempts = {}, {}
-    for i, entry in ipairs(trail) do
-        local kind, uuid, attempt, pid, _, raised =
-            entry:match("^(%a) (%S+) ?(%d*) ?(%d*) ?(%a*) ?(%d*)")
-        if kind == "s" then
-            local key = uuid .. " " .. attempt .. " " .. pid
-            open[key] = open[key] or {}
-            table.insert(open[key], i)
-            starts[i] = { uuid = uuid, pid = tonumber(pid) }
-            last_start[pid] = i
-            attempts[uuid] = attempts[uuid] or {}
-            attempts[uuid][tonumber(attempt)] = true
-        elseif kind == "e" then
-            local list = open[uuid .. " " .. attempt .. " " .. pid]
-            if list and #list > 0 then
-                local job = manifest[uuid]
-                starts[table.remove(list, 1)].ended = not (raised == "1" and job and job.kind ~= "fail")
-            end
-        elseif kind == "r" then
-            for _, at in pairs(last_start) do before_restart[at] = true end
-        end
-    end
-    local cut, by_kill, by_restart, unexplained = {}, 0, 0, 0
-    for i, run in pairs(starts) do
-        if not run.ended then
-            cut[run.uuid] = (cut[run.uuid] or 0) + 1
-            if killed[run.pid] and last_start[tostring(run.pid)] == i then
-                by_kill = by_kill + 1
-            elseif before_restart[i] then
-                by_restart = by_restart + 1
-            else
-                unexplained = unexplained + 1
-                if unexplained <= 10 then
-                    problem("run of %s by worker %d (trail entry %d) was cut short, but that worker "
-                        .. "was not killed and Redis was not restarted then", run.uuid, run.pid, i)
-                end
-            end
-        end
-    end
-    return cut, by_kill, by_restart, unexplained, attempts
-end
-
--- How many attempts of the job uuid were charged without running: those below the
--- last it ran, or below the one it failed at (failed_at: the failed record's
--- payload attempts + 1, or nil), that did not run.
-local function charged_without_run(ran, failed_at)
-    local last = failed_at and failed_at - 1 or 0
-    for attempt in pairs(ran or {}) do
-        if attempt > last then last = attempt end
-    end
-    local missing = 0
-    for attempt = 1, last do
-        if not (ran and ran[attempt]) then missing = missing + 1 end
-    end
-    return missing
-end
-
 -- Main ---------------------------------------------------------------------------------
 
 local summary
@@ -641,7 +497,8 @@ local function run()
         hash(PREFIX .. "chaos:early")
     local failed = {}
     for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
-    local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = read_trail()
+    local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = verdict.read_trail(
+        r("LRANGE", PREFIX .. "chaos:trail", 0, -1), manifest, killed, problem)
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
     local lost_list, unexplained_duplicates, uncharged = {}, 0, 0
     for _, uuid in ipairs(order) do
@@ -654,7 +511,7 @@ local function run()
             failed_at = ok and type(decoded) == "table" and tonumber(decoded.attempts)
             failed_at = failed_at and failed_at + 1
         end
-        local missing = charged_without_run(ran[uuid], failed_at)
+        local missing = verdict.charged_without_run(ran[uuid], failed_at)
         if missing > 0 then
             uncharged = uncharged + missing
             if uncharged <= 10 then
@@ -708,7 +565,12 @@ local function run()
     if stats.group_kills < opt.group_kills then
         problem("only %d of %d group kills happened", stats.group_kills, opt.group_kills)
     end
-    local seen, unexpected = check_logs()
+    local logs = {}
+    for _, sup in ipairs(supervisors) do
+        logs[#logs + 1] = { n = sup.n, text = read_file(sup.base .. ".log") or "" }
+    end
+    local seen, unexpected, shapes = verdict.check_logs(logs, killed, problem)
+    write_file(dir .. "/log-lines.txt", shapes)
     if seen ~= stats.kills then
         problem("the supervisors saw %d workers killed by signal 9, the driver killed %d", seen,
             stats.kills)
