@@ -222,19 +222,30 @@ static int php_serialize_emit_member(php_serialize_writer *w, int mt, int kidx, 
     return php_serialize_emit(w, vidx);
 }
 
+/* Emits "<count>:{" for the members of the table at t (mt: its metatable, or 0)
+ * and pushes their order (see php_meta_member_order). Returns the order's index
+ * and sets *count, or returns -1. */
+static int php_serialize_open_members(php_serialize_writer *w, int t, int mt, int *count)
+{
+    char tmp[32];
+    const char *problem = php_meta_member_order(w->L, t, mt, count);
+    if (problem) {
+        return php_serialize_fail(w, problem);
+    }
+    snprintf(tmp, sizeof tmp, "%d:{", *count);
+    php_serialize_puts(w, tmp);
+    return lua_gettop(w->L);
+}
+
 /* Emits the members {...} of the table at t in order; mt may be 0. */
 static int php_serialize_emit_members(php_serialize_writer *w, int t, int mt)
 {
     lua_State *L = w->L;
-    int count, i, order;
-    char tmp[32];
-    const char *problem = php_meta_member_order(L, t, mt, &count);
-    if (problem) {
-        return php_serialize_fail(w, problem);
+    int count, i;
+    int order = php_serialize_open_members(w, t, mt, &count);
+    if (order < 0) {
+        return -1;
     }
-    order = lua_gettop(L);
-    snprintf(tmp, sizeof tmp, "%d:{", count);
-    php_serialize_puts(w, tmp);
     for (i = 1; i <= count; i++) {
         if (lua_isnil(L, order)) {
             lua_pushnumber(L, i);
@@ -399,14 +410,11 @@ static int php_serialize_emit_table(php_serialize_writer *w, int idx)
         w->depth++;
         /* members: object keys become their mangled names */
         {
-            int count, i, order;
-            const char *problem = php_meta_member_order(L, idx, mt, &count);
-            if (problem) {
-                return php_serialize_fail(w, problem);
+            int count, i;
+            int order = php_serialize_open_members(w, idx, mt, &count);
+            if (order < 0) {
+                return -1;
             }
-            order = lua_gettop(L);
-            snprintf(tmp, sizeof tmp, "%d:{", count);
-            php_serialize_puts(w, tmp);
             lua_getfield(L, mt, "names");
             for (i = 1; i <= count; i++) {
                 int k;
