@@ -14,11 +14,10 @@ ARGV[2]  who asks: 'own'    the worker itself, which goes on working
                             stopped refreshing it); then as 'retire'
                    'killed' another process that saw the worker die (its
                             supervisor): as 'dead', without looking at KEYS[6]
-ARGV[3]  optional, with 'killed': the number of a job to return (the one the worker
-         was killed for running past its timeout)
-Returns  {given} : how many jobs went back; with ARGV[3], {given, payload, reserved}
-         of that job when the record still has it; -1 for 'dead' when the heartbeat
-         is still there.
+Returns  {given}: how many jobs went back; -1 for 'dead' when the heartbeat is still
+         there. For 'dead' and 'killed', when the job the worker started last is
+         still reserved (it was running, or its outcome had not reached Redis):
+         {given, its number, its payload, its reserved copy}.
 The record's field `started` is the number of the job the worker started last:
 jobs numbered above it were not started, and go back. Each one whose reserved copy is
 still in KEYS[2] is removed from it and pushed to the head of KEYS[1] with a notify
@@ -65,10 +64,9 @@ for i = #numbers, 1, -1 do
 end
 
 local reply = {given}
-local wanted = tonumber(ARGV[3])
-if wanted and payloads[wanted] and reserveds[wanted] then
-    reply[2] = payloads[wanted]
-    reply[3] = reserveds[wanted]
+if (mode == 'dead' or mode == 'killed') and reserveds[started]
+        and redis.call('zscore', KEYS[2], reserveds[started]) then
+    reply = {given, started, payloads[started], reserveds[started]}
 end
 if mode ~= 'own' then
     redis.call('del', KEYS[4], KEYS[6])

@@ -21,11 +21,11 @@ local function pop(count, number)
         "default", now, "2026-01-01 00:00:00", count, W, number, 150, 5000, "default")
 end
 
-local function give_back(mode, wanted, worker)
+local function give_back(mode, worker)
     worker = worker or W
     local record = H.prefix .. "queues:default:luaworker:" .. worker
     return H.r("EVAL", GIVE_BACK, 6, list, reserved, notify, record, WORKERS, record .. ":alive",
-        worker, mode, wanted or "")
+        worker, mode)
 end
 
 local function push(n)
@@ -105,14 +105,21 @@ describe("scripts/give_back.lua", function()
             H.r("EXISTS", RECORD), H.r("SCARD", WORKERS) })
     end)
 
-    it("returns the job a killed worker ran past its timeout, which stays reserved", function()
+    it("returns, for a dead worker, the job it started last while that is still reserved, and leaves it reserved", function()
         local pushed = push(3)
         local r = pop(3, 1)
         H.r("HSET", RECORD, "started", 2)
-        assert.are.same({ 1, pushed[2], r[4] }, give_back("killed", 2))
+        assert.are.same({ 1, 2, pushed[2], r[4] }, give_back("killed"))
         assert.are.same({ pushed[3] }, H.r("LRANGE", list, 0, -1))
         assert.are.same({ 1, 1, 2 }, { H.r("ZSCORE", reserved, r[2]) and 1, H.r("ZSCORE", reserved, r[4]) and 1,
             H.r("ZCARD", reserved) })
+        -- once its outcome is in Redis, nothing is returned for it
+        push(2)
+        r = pop(2, 3)
+        H.r("HSET", RECORD, "started", 3)
+        H.r("ZREM", reserved, r[2])
+        H.r("DEL", ALIVE)
+        assert.are.same({ 1 }, give_back("dead"))
     end)
 
     it("leaves alone a job whose reservation expired or was settled meanwhile", function()
@@ -249,7 +256,7 @@ describe("luaworker work's jobs reserved ahead", function()
             .. ":alive") == 0 end, 5, "the heartbeat to stop")
         -- (on a loaded machine the worker may be done computing first, and give them back
         -- itself: then this finds nothing, or the worker beating again)
-        local given = give_back("dead", nil, id)
+        local given = give_back("dead", id)
         assert.is_true(given == -1 or given[1] == held or given[1] == 0, cjson.encode(given))
         H.wait_until(function() return #ran() == 61 end, 10, "the other jobs")
         H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 10, "the last job's end")

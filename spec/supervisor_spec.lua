@@ -119,6 +119,9 @@ describe("luaworker work's supervisor", function()
         assert.are.same({ 1, 2 }, { runs[1].attempts, runs[2].attempts })
         assert.are_not.equal(runs[1].client, runs[2].client)
         assert.matches("worker 1 %(pid " .. first .. "%) was killed by signal 9", w:stderr())
+        -- its successor names the job it had started
+        assert.matches("%[" .. p.id .. "%] worker [^ ]+:" .. first .. ":%w+ died while App\\Jobs\\Spec "
+            .. "%(attempt 1%) ran: it stays reserved until retry_after, by Laravel's rules", w:stderr())
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)

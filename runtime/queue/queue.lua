@@ -139,17 +139,18 @@ function M.finish_pop(handle)
 end
 
 -- Gives back the jobs of q that worker took and did not start (scripts/give_back.lua;
--- mode: "own", "retire", "dead" or "killed"). Returns how many went back (or false
--- for "dead" when the worker's heartbeat is still there) and, with wanted (a job
--- number, "killed" only), that job's payload and reserved copy when it was there.
--- limit: the most seconds to wait out a Redis outage (default: no limit).
-function M.give_back(q, worker, mode, wanted, limit)
+-- mode: "own", "retire", "dead" or "killed"). Returns how many went back (false for
+-- "dead" while the worker's heartbeat is still there) and, for "dead" and "killed",
+-- the job it started last when that is still reserved, as {number =, payload =,
+-- reserved =}. limit: the most seconds to wait out a Redis outage (default: none).
+function M.give_back(q, worker, mode, limit)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, worker)
     local r = redis.script("queue", "give_back", { list, reserved, notify, record, workers, alive },
-        { worker, mode, wanted or "" }, limit)
+        { worker, mode }, limit)
     if r == -1 then return false end
-    return r[1], r[2], r[3]
+    if r[2] then return r[1], { number = r[2], payload = r[3], reserved = r[4] } end
+    return r[1]
 end
 
 -- The ids of the workers recorded as holding jobs of q.

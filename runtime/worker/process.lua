@@ -3,20 +3,16 @@
 -- handleJobException: the maxTries / retryUntil / maxExceptions rules, then the
 -- release with the backoff. And the timeout rules for a job whose process was ended
 -- for running past its timeout. Reference: laravel-queue-reference.md 8.5-8.10.
-local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.task"
 local events = require "luaworker.events"
 local output = require "luaworker.output"
-local jobs = require "luaworker.job"
 local failing = require "luaworker.failing"
 local call_queued_handler = require "luaworker.call_queued_handler"
 local reservations = require "luaworker.reservations"
 local settings = require "luaworker.settings"
 local luaworker = require "luaworker"
-
-local decode = cjson.new().decode
 
 local M = {}
 
@@ -154,13 +150,10 @@ function M.process(job)
 end
 
 -- Worker::registerTimeoutHandler's decisions, for a job whose process was ended
--- because it ran past its timeout: fail it when that was its last attempt, when
--- maxExceptions is reached (a timeout counts as an exception) or when it has
--- failOnTimeout; otherwise leave it reserved, to come back after retry_after.
-function M.handle_timed_out_job(timeout, q, raw, reserved)
-    local decoded, payload = pcall(decode, raw)
-    if not decoded or type(payload) ~= "table" then payload = { attempts = 0 } end
-    local job = jobs.new(q, raw, reserved, payload)
+-- because it ran past its timeout (seconds): fail it when that was its last
+-- attempt, when maxExceptions is reached (a timeout counts as an exception) or when
+-- it has failOnTimeout; otherwise leave it reserved, to come back after retry_after.
+function M.handle_timed_out_job(job, timeout)
     local exc = failing.exception_info(failing.max_attempts_exception(job), "")
     local ok, err, trace = task.run(function()
         fail_if_will_exceed_max_attempts(job, exc)

@@ -283,24 +283,41 @@ function M.retire()
     give_back("retire", RETIRE_WAIT)
 end
 
+-- A job of queue q as a dead worker left it started: payload and reserved copy.
+local function left_job(q, running)
+    local decoded, payload = pcall(decode, running.payload)
+    if not decoded or type(payload) ~= "table" then payload = { attempts = 0 } end
+    return jobs.new(q, running.payload, running.reserved, payload)
+end
+
+-- Logs the job a dead worker had started and not finished: it stays reserved.
+local function report_running(worker, job)
+    output.error(string.format("worker %s died while %s (attempt %d) ran: it stays reserved "
+        .. "until retry_after, by Laravel's rules", worker, tostring(job:name()), job:attempts()), job)
+end
+
 -- What the worker this one replaces left, when it died without giving back its jobs:
 -- the jobs it had not started go back at once. Returns the job it was killed for
--- running past its timeout as {q =, payload =, reserved =, timeout =}, or nil.
--- Raises what Redis raises.
+-- running past its timeout (as its supervisor says), with that timeout; nil when it
+-- was not. Raises what Redis raises.
 function M.take_over()
-    local predecessor, job, timeout = host.predecessor()
+    local predecessor, timed_out, timeout = host.predecessor()
     if not predecessor then return nil end
     local given, killed = 0, nil
     for _, q in ipairs(settings.queues) do
-        local n, payload, reserved = queue.give_back(q, predecessor, "killed", job > 0 and job or nil)
+        local n, running = queue.give_back(q, predecessor, "killed")
         given = given + n
-        if payload then killed = { q = q, payload = payload, reserved = reserved, timeout = timeout } end
+        if running and running.number == timed_out then
+            killed = left_job(q, running)
+        elseif running then
+            report_running(predecessor, left_job(q, running))
+        end
     end
     if given > 0 then
         output.error(string.format("worker %s ended without giving back its jobs: %d it had not "
             .. "started went back to the queue", predecessor, given))
     end
-    return killed
+    return killed, timeout
 end
 
 -- Every TTL/2: gives back the jobs not started of each worker of these queues whose
@@ -316,11 +333,12 @@ function M.recover_dead_workers()
         end
         for i, alive in ipairs(queue.alive(q, others)) do
             if not alive then
-                local given = queue.give_back(q, others[i], "dead")
+                local given, running = queue.give_back(q, others[i], "dead")
                 if given and given > 0 then
                     output.error(string.format("worker %s stopped beating: %d jobs it had not "
                         .. "started went back to queue %s", others[i], given, q))
                 end
+                if running then report_running(others[i], left_job(q, running)) end
             end
         end
     end

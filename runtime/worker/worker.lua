@@ -133,9 +133,12 @@ end
 -- What the worker this one replaces left: its jobs not started go back, and the job
 -- it was killed for gets Laravel's timeout rules.
 local function take_over()
-    local ok, killed = guarded("could not settle what the previous worker left", reservations.take_over)
-    if ok and killed then
-        process.handle_timed_out_job(killed.timeout, killed.q, killed.payload, killed.reserved)
+    local ok, killed, timeout = task.run(reservations.take_over)
+    if not ok then
+        output.error("could not settle what the previous worker left: "
+            .. tostring(redis.is_error(killed) and killed.message or killed))
+    elseif killed then
+        process.handle_timed_out_job(killed, timeout)
     end
 end
 

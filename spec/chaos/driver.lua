@@ -274,7 +274,7 @@ local function artisan_dispatch(count, args, kind, expected_runs)
     local n = 0
     for id, uuid in out:gmatch("(%w+) ([%x-]+)\n") do
         if #id == 32 then
-            manifest[uuid] = { kind = kind, expected_runs = expected_runs }
+            manifest[uuid] = { kind = kind, expected_runs = expected_runs, id = id }
             order[#order + 1] = uuid
             n = n + 1
         end
@@ -497,6 +497,12 @@ local function run()
         hash(PREFIX .. "chaos:early")
     local failed = {}
     for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
+    local logs = {}
+    for _, sup in ipairs(supervisors) do
+        logs[#logs + 1] = { n = sup.n, text = read_file(sup.base .. ".log") or "" }
+    end
+    local seen, unexpected, shapes, started = verdict.check_logs(logs, killed, problem)
+    write_file(dir .. "/log-lines.txt", shapes)
     local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = verdict.read_trail(
         r("LRANGE", PREFIX .. "chaos:trail", 0, -1), manifest, killed, problem)
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
@@ -511,7 +517,7 @@ local function run()
             failed_at = ok and type(decoded) == "table" and tonumber(decoded.attempts)
             failed_at = failed_at and failed_at + 1
         end
-        local missing = verdict.charged_without_run(ran[uuid], failed_at)
+        local missing = verdict.charged_without_run(ran[uuid], failed_at, started[job.id])
         if missing > 0 then
             uncharged = uncharged + missing
             if uncharged <= 10 then
@@ -565,12 +571,7 @@ local function run()
     if stats.group_kills < opt.group_kills then
         problem("only %d of %d group kills happened", stats.group_kills, opt.group_kills)
     end
-    local logs = {}
-    for _, sup in ipairs(supervisors) do
-        logs[#logs + 1] = { n = sup.n, text = read_file(sup.base .. ".log") or "" }
-    end
-    local seen, unexpected, shapes = verdict.check_logs(logs, killed, problem)
-    write_file(dir .. "/log-lines.txt", shapes)
+
     if seen ~= stats.kills then
         problem("the supervisors saw %d workers killed by signal 9, the driver killed %d", seen,
             stats.kills)

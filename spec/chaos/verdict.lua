@@ -44,6 +44,9 @@ M.EXPECTED_LINES = {
     "^%[[^%]]+%] worker [^ ]+ ended without giving back its jobs: %d+ it had not started went "
         .. "back to the queue$",
     "^%[[^%]]+%] worker [^ ]+ stopped beating: %d+ jobs it had not started went back to queue ",
+    -- the job a killed worker had started: it stays reserved
+    "^%[[^%]]+%]%[%w+%] worker [^ ]+ died while App\\Jobs\\Chaos %(attempt %d+%) ran: it stays "
+        .. "reserved until retry_after, by Laravel's rules$",
 }
 
 local function expected_line(line)
@@ -56,13 +59,20 @@ end
 -- Reads the supervisors' logs (logs: a list of {n =, text =}): the deaths they saw
 -- must be our kills (signal 9, a pid in killed); nothing may have exited otherwise,
 -- timed out, tripped a sanitizer or logged what a soak does not explain (each such
--- line is a problem(fmt, ...)). Returns the kills seen, the unexpected lines, and a
--- text counting the lines by their shape.
+-- line is a problem(fmt, ...)). Returns the kills seen, the unexpected lines, a text
+-- counting the lines by their shape, and the attempts killed workers had started
+-- (job id -> {attempt -> true}: started and charged, though the kill may have come
+-- before the handler's first line).
 function M.check_logs(logs, killed, problem)
     local seen, unexpected = 0, 0
-    local counts = {}
+    local counts, started = {}, {}
     for _, s in ipairs(logs) do
         for line in s.text:gmatch("[^\n]+") do
+            local job, attempt = line:match("^%[[^%]]+%]%[(%w+)%] worker [^ ]+ died while [^ ]+ %(attempt (%d+)%)")
+            if job then
+                started[job] = started[job] or {}
+                started[job][tonumber(attempt)] = true
+            end
             local pid, sig = line:match("^%[[^%]]+%] worker %d+ %(pid (%d+)%) was killed by signal (%d+)")
             if pid and tonumber(sig) == 9 and killed[tonumber(pid)] then
                 seen = seen + 1
@@ -78,7 +88,7 @@ function M.check_logs(logs, killed, problem)
     local t = {}
     for k, v in pairs(counts) do t[#t + 1] = string.format("%7d %s", v, k) end
     table.sort(t)
-    return seen, unexpected, table.concat(t, "\n") .. "\n"
+    return seen, unexpected, table.concat(t, "\n") .. "\n", started
 end
 
 -- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
@@ -135,17 +145,20 @@ function M.read_trail(trail, manifest, killed, problem)
     return cut, by_kill, by_restart, unexplained, attempts
 end
 
--- How many attempts of the job uuid were charged without running: those below the
--- last it ran, or below the one it failed at (failed_at: the failed record's
--- payload attempts + 1, or nil), that did not run.
-function M.charged_without_run(ran, failed_at)
+-- How many attempts of a job were charged without running: those below the last it
+-- ran (ran: attempt -> true), or below the one it failed at (failed_at: the failed
+-- record's payload attempts + 1, or nil), that did not run and that no killed
+-- worker had started (started: attempt -> true, or nil; see check_logs).
+function M.charged_without_run(ran, failed_at, started)
     local last = failed_at and failed_at - 1 or 0
     for attempt in pairs(ran or {}) do
         if attempt > last then last = attempt end
     end
     local missing = 0
     for attempt = 1, last do
-        if not (ran and ran[attempt]) then missing = missing + 1 end
+        if not (ran and ran[attempt]) and not (started and started[attempt]) then
+            missing = missing + 1
+        end
     end
     return missing
 end
