@@ -179,7 +179,7 @@ local function give_back(mode, limit)
     ahead.jobs, ahead.next = {}, 1
     -- the pop under way may have recorded jobs: its reply first
     if pending then pcall(finish_prefetch) end
-    for q in pairs(touched) do queue.give_back(q, id, mode, nil, limit) end
+    for q in pairs(touched) do queue.give_back(q, id, mode, limit) end
     unsure = false
 end
 
@@ -232,6 +232,21 @@ local function pop_batch(queues, limit)
     return nil
 end
 
+-- A job of queue q: raw, its payload as popped; reserved, its reserved copy. The pop
+-- script decoded the same bytes, so decoding fails only where this cjson is
+-- stricter than Redis' (job.undecodable then says why, and the job is failed).
+local function job_of(q, raw, reserved)
+    local decoded, payload = pcall(decode, raw)
+    local problem
+    if not decoded or type(payload) ~= "table" then
+        problem = decoded and "not a JSON object" or tostring(payload)
+        payload = { attempts = 0 }
+    end
+    local job = jobs.new(q, raw, reserved, payload)
+    job.undecodable = problem
+    return job
+end
+
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
 -- a job wins (a job reserved ahead first). limit: the most jobs to reserve. Returns
 -- the job or nil; raises what Redis raises.
@@ -245,17 +260,7 @@ function M.next_job(queues, limit)
         q = ahead.q
     end
     if not taken then return nil end
-    local raw, reserved = taken[1], taken[2]
-    -- The pop script decoded the same bytes, so this only fails where this
-    -- cjson is stricter than Redis' (the job is then failed).
-    local decoded, payload = pcall(decode, raw)
-    local problem
-    if not decoded or type(payload) ~= "table" then
-        problem = decoded and "not a JSON object" or tostring(payload)
-        payload = { attempts = 0 }
-    end
-    local job = jobs.new(q, raw, reserved, payload)
-    job.undecodable = problem
+    local job = job_of(q, taken[1], taken[2])
     job.number = number
     events.fire("popped", job)
     return job
@@ -283,13 +288,6 @@ function M.retire()
     give_back("retire", RETIRE_WAIT)
 end
 
--- A job of queue q as a dead worker left it started: payload and reserved copy.
-local function left_job(q, running)
-    local decoded, payload = pcall(decode, running.payload)
-    if not decoded or type(payload) ~= "table" then payload = { attempts = 0 } end
-    return jobs.new(q, running.payload, running.reserved, payload)
-end
-
 -- Logs the job a dead worker had started and not finished: it stays reserved.
 local function report_running(worker, job)
     output.error(string.format("worker %s died while %s (attempt %d) ran: it stays reserved "
@@ -308,9 +306,9 @@ function M.take_over()
         local n, running = queue.give_back(q, predecessor, "killed")
         given = given + n
         if running and running.number == timed_out then
-            killed = left_job(q, running)
+            killed = job_of(q, running.payload, running.reserved)
         elseif running then
-            report_running(predecessor, left_job(q, running))
+            report_running(predecessor, job_of(q, running.payload, running.reserved))
         end
     end
     if given > 0 then
@@ -338,7 +336,7 @@ function M.recover_dead_workers()
                     output.error(string.format("worker %s stopped beating: %d jobs it had not "
                         .. "started went back to queue %s", others[i], given, q))
                 end
-                if running then report_running(others[i], left_job(q, running)) end
+                if running then report_running(others[i], job_of(q, running.payload, running.reserved)) end
             end
         end
     end

@@ -101,13 +101,18 @@ local function settle()
     end
 end
 
-local function stop(status, reason)
+-- When the worker stops: the jobs it holds go back, its records go.
+local function retire()
     local ok, err = task.run(reservations.retire)
     if not ok then
         output.error("could not give back the jobs reserved ahead, which come back once this "
             .. "worker's heartbeat is gone: " .. tostring(redis.is_error(err) and err.message or err))
     end
     reservations.report_send_errors()
+end
+
+local function stop(status, reason)
+    retire()
     events.fire_safely("stopping", nil, nil, { status = status, reason = reason })
     host.report_exit(reason)
     return status
@@ -205,7 +210,7 @@ function M.run(cli, cfg)
         end
         local job = get_next_job(queues, 1)
         if job then run(job) else host.sleep(options.sleep) end
-        task.run(reservations.retire)
+        retire()
         return EXIT_OK
     end
 
