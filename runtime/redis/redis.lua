@@ -9,8 +9,8 @@
 --
 -- Transient failures: Redis could not be reached, the connection was lost, or Redis
 -- refused the command for a state that passes (LOADING its data after a restart,
--- READONLY or MASTERDOWN during a failover, BUSY running a long script, TRYAGAIN,
--- CLUSTERDOWN). Once a worker calls wait_out_failures, those are waited out: the
+-- READONLY, MASTERDOWN or NOREPLICAS during a failover, BUSY running a long script,
+-- TRYAGAIN, CLUSTERDOWN). Once a worker calls wait_out_failures, those are waited out: the
 -- command is sent again after 0.1 s, then doubling up to every second, until it
 -- succeeds, with one line when the outage starts and one when Redis is back:
 --   call, script    commands safe to run twice: sent again after any transient
@@ -39,8 +39,8 @@ function M.is_error(v)
 end
 
 -- Error replies for a state of Redis that passes: the command did not run.
-local PASSING = { LOADING = true, READONLY = true, MASTERDOWN = true, BUSY = true,
-    TRYAGAIN = true, CLUSTERDOWN = true }
+local PASSING = { LOADING = true, READONLY = true, MASTERDOWN = true, NOREPLICAS = true,
+    BUSY = true, TRYAGAIN = true, CLUSTERDOWN = true }
 
 local FIRST_DELAY, MAX_DELAY = 0.1, 1
 
