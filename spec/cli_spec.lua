@@ -183,6 +183,8 @@ describe("luaworker command line", function()
         { { "work", "--laravel-version=007" }, "--laravel-version=007: expected 8 to 13" },
         { { "work", "--laravel-version=14" }, "--laravel-version=14: expected 8 to 13" },
         { { "work", "--processes=0" }, "--processes=0: expected 1 or more" },
+        { { "work", "--heartbeat=0" }, "--heartbeat=0: expected seconds above 0" },
+        { { "work", "--heartbeat=x" }, "--heartbeat=x: expected a number of seconds of 0 or more" },
         { { "work", "--handlers=/nonexistent" }, "--handlers=/nonexistent: not a directory" },
         { { "work", "--once", "--handlers=/nonexistent" }, "--handlers=/nonexistent: not a directory" },
         { { "push", "App\\Jobs\\X", "--retry-until=-5" }, "--retry-until=-5: expected a whole number of 0 or more" },

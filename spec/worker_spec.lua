@@ -499,6 +499,13 @@ describe("luaworker work", function()
         assert.is_nil(work({ "--stop-when-empty", "--timeout=60" }).stderr:match("warning"))
     end)
 
+    it("warns when --heartbeat is over half of --retry-after", function()
+        local r = work({ "--stop-when-empty", "--heartbeat=46" })
+        assert.matches("warning: %-%-heartbeat=46 is over half of %-%-retry%-after=90: the jobs a dead "
+            .. "worker reserved ahead may come back by retry_after, each with an attempt counted", r.stderr)
+        assert.is_nil(work({ "--stop-when-empty", "--heartbeat=45" }).stderr:match("warning"))
+    end)
+
     it("authenticates with REDIS_PASSWORD, and as an ACL user with REDIS_USERNAME, never printing them", function()
         H.r("ACL", "SETUSER", "specworker", "on", ">s3cret-pw", "~*", "&*", "+@all")
         H.r("CONFIG", "SET", "requirepass", "top-secret")
