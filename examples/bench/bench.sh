@@ -201,6 +201,43 @@ startup() {
     echo "   $key: start and exit on an empty queue, ${R[$key.ms]} ms"
 }
 
+# --- 7: how long the jobs a luaworker process reserved ahead and had not started
+# stay held after its whole process group is killed (kill -9, no TERM: a machine
+# crash, an OOM kill), at the default --heartbeat: from the kill until another
+# luaworker, started at once, has given them back (the dead workers are gone from
+# the queue's set of workers). queue:work holds no job beyond the one it runs, which
+# comes back after retry_after: there is no such row for it.
+recovery() {
+    local key=$1
+    reset_queue
+    dispatch NoOp --count="$JOBS"
+    setsid ./luaworker work --handlers=$HANDLERS --quiet >"$tmp/$key.log" 2>&1 &
+    local group=$!
+    bg_pids+=("$group")
+    local workers=${P}queues:default:luaworker:workers ids=""
+    while [ -z "$ids" ]; do sleep 0.05; ids=$(rcli SMEMBERS "$workers"); done
+    sleep 0.5
+    ids=$(rcli SMEMBERS "$workers")
+    kill -KILL -- "-$group"
+    local t0 t1 left
+    t0=$(now_us)
+    ./luaworker work --handlers=$HANDLERS --quiet >"$tmp/$key.next.log" 2>&1 &
+    local next=$!
+    bg_pids+=("$next")
+    while :; do
+        left=$(rcli SMEMBERS "$workers")
+        t1=$(now_us)
+        local held=0
+        for id in $ids; do grep -qxF "$id" <<<"$left" && held=1; done
+        [ "$held" -eq 0 ] && break
+        [ $(( t1 - t0 )) -gt 60000000 ] && { echo "   !! $key: not given back within 60 s" >&2; break; }
+        sleep 0.02
+    done
+    R[$key.s]=$(awk "BEGIN{printf \"%.1f\", ($t1 - $t0) / 1e6}")
+    kill -TERM "$next" 2>/dev/null; wait "$next" 2>/dev/null || true
+    echo "   $key: given back ${R[$key.s]} s after the kill ($(grep -o 'stopped beating: [0-9]* jobs' "$tmp/$key.next.log" | head -n 1))"
+}
+
 started=$(date +%s)
 LW_FAST=(--stop-when-empty --quiet --sleep=0)
 PHP_FAST=(--stop-when-empty --quiet --sleep=0)
@@ -222,6 +259,9 @@ throughput php2 2 php_work "${PHP_FAST[@]}"
 echo "== CPU-bound handler: $CPU_JOBS jobs"
 cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
 cpu_bound php.cpu php_work "${PHP_FAST[@]}"
+
+echo "== jobs reserved ahead, after kill -9 of the whole process group"
+recovery lw.recovery
 
 echo "== push-to-start latency, idle worker, $LAT_JOBS jobs"
 latency lw.lat "${LW_IDLE[@]}"
@@ -264,6 +304,7 @@ table() {
     row "worker VmHWM after $JOBS no-op jobs (MB)" "${R[lw1.hwm]}" "${R[php1.hwm]}"
     row "CPU-bound handler, 1 process (jobs/s)" "${R[lw.cpu.tput]}" "${R[php.cpu.tput]}"
     row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
+    row "jobs reserved ahead back after a group kill -9 (s)" "${R[lw.recovery.s]}" "-"
 }
 
 echo
