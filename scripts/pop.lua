@@ -13,7 +13,8 @@ ARGV[3]  optional: the connection name     ARGV[4]: the queue name
 ARGV[5]  optional: now (integer Unix seconds)   ARGV[6]: failed_at text
 ARGV[7]  optional: how many jobs to take at most (default 1)
 ARGV[8]  with KEYS[6..8]: the worker's id   ARGV[9]: the number of the first job taken
-         (the next ones count up)   ARGV[10]: seconds KEYS[6..7] live after this pop
+         (the next ones count up)   ARGV[10]: seconds KEYS[6] lives after this pop,
+         and KEYS[7] at least
          ARGV[11]: milliseconds the heartbeat lives   ARGV[12]: the heartbeat's value
 Returns  {job, reserved, job, reserved, ...} for the jobs taken, in list order: each
          payload as it was in the list and its copy with attempts + 1, now in
@@ -50,7 +51,10 @@ if record then
         end
     end
     redis.call('sadd', KEYS[7], ARGV[8])
-    redis.call('expire', KEYS[7], ARGV[10])
+    -- workers with a longer retry_after may share the queue: never shortened
+    if redis.call('ttl', KEYS[7]) < tonumber(ARGV[10]) then
+        redis.call('expire', KEYS[7], ARGV[10])
+    end
     redis.call('set', KEYS[8], ARGV[12], 'px', ARGV[11])
 end
 
