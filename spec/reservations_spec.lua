@@ -13,12 +13,13 @@ local RECORD = H.prefix .. "queues:default:luaworker:" .. W
 local WORKERS = H.prefix .. "queues:default:luaworker:workers"
 local ALIVE = RECORD .. ":alive"
 
--- scripts/pop.lua for worker W: up to count jobs numbered from number.
-local function pop(count, number)
+-- scripts/pop.lua for worker W: up to count jobs numbered from number; its record
+-- lives ttl seconds (150 by default).
+local function pop(count, number, ttl)
     local now = os.time()
     return H.r("EVAL", POP, 8, list, reserved, notify, H.prefix .. "luaworker:failed_jobs",
         H.prefix .. "luaworker:failed_jobs:x", RECORD, WORKERS, ALIVE, now + 90, "x", "redis",
-        "default", now, "2026-01-01 00:00:00", count, W, number, 150, 5000, "default")
+        "default", now, "2026-01-01 00:00:00", count, W, number, ttl or 150, 5000, "default")
 end
 
 local function give_back(mode, worker)
@@ -52,6 +53,14 @@ describe("scripts/pop.lua with a worker's keys", function()
         -- each as by its own Laravel pop
         assert.are.equal(3, H.r("ZCARD", reserved))
         assert.are.equal(0, H.r("LLEN", notify))
+    end)
+
+    it("never shortens the life of the queue's set of workers (one may have a longer retry_after)", function()
+        push(2)
+        pop(1, 1, 1000)
+        pop(1, 2, 70)
+        assert.is_true(H.r("TTL", WORKERS) > 900)
+        assert.is_true(H.r("TTL", RECORD) <= 70)
     end)
 
     it("drops the entries of the jobs numbered below the one the worker started last", function()
