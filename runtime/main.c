@@ -25,6 +25,34 @@ static const char *option_value(const struct cli *cli, const char *name)
     return NULL;
 }
 
+/* The checks of `luaworker work`'s options that the command line's types do not
+ * make, in the process the user started: prints what is wrong (or worth a warning)
+ * and returns -1 when it cannot run, else 0. */
+static int check_work_options(const struct cli *cli)
+{
+    int processes = atoi(option_value(cli, "processes"));
+    if (processes < 1) {
+        fprintf(stderr, "luaworker: --processes=%d: expected 1 or more\n", processes);
+        return -1;
+    }
+    const char *heartbeat = option_value(cli, "heartbeat");
+    if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {
+        fprintf(stderr, "luaworker: --heartbeat=%s: expected seconds above 0\n", heartbeat);
+        return -1;
+    }
+    int timeout = atoi(option_value(cli, "timeout"));
+    int retry_after = atoi(option_value(cli, "retry-after"));
+    if (timeout > 0 && timeout >= retry_after)
+        fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: a job "
+                "still running when its reservation expires will be run a second time by "
+                "another worker\n", timeout, retry_after);
+    if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
+        fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
+                "the jobs a dead worker reserved ahead may come back by retry_after, each with "
+                "an attempt counted, before they are given back\n", heartbeat, retry_after);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli;
@@ -53,6 +81,11 @@ int main(int argc, char **argv)
     setenv("TZ", config.timezone, 1);
     tzset();
 
+    /* set in the workers a supervisor starts */
+    const char *slot_fd = getenv(SLOT_ENV);
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && check_work_options(&cli))
+        return 2;
+
     struct stat st;
     const char *handlers = option_value(&cli, "handlers");
     if (handlers && (stat(handlers, &st) != 0 || !S_ISDIR(st.st_mode))) {
@@ -71,35 +104,11 @@ int main(int argc, char **argv)
     /* A write to a connection Redis has closed must fail, not end the process. */
     signal(SIGPIPE, SIG_IGN);
 
-    const char *slot_fd = getenv(SLOT_ENV);
-    if (strcmp(cli.command->name, "work") == 0 && !slot_fd) {
-        int timeout = atoi(option_value(&cli, "timeout"));
-        int retry_after = atoi(option_value(&cli, "retry-after"));
-        if (timeout > 0 && timeout >= retry_after)
-            fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: a job "
-                    "still running when its reservation expires will be run a second time by "
-                    "another worker\n", timeout, retry_after);
-        const char *heartbeat = option_value(&cli, "heartbeat");
-        if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {
-            fprintf(stderr, "luaworker: --heartbeat=%s: expected seconds above 0\n", heartbeat);
-            return 2;
-        }
-        if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
-            fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
-                    "the jobs a dead worker reserved ahead may come back by retry_after, each with "
-                    "an attempt counted, before they are given back\n", heartbeat, retry_after);
-    }
-
     /* `work` runs under a supervisor (its workers are this binary again); --once
      * runs its one job in this process. */
     if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !option_value(&cli, "once")) {
-        int processes = atoi(option_value(&cli, "processes"));
         scripts_free(&scripts);
-        if (processes < 1) {
-            fprintf(stderr, "luaworker: --processes=%d: expected 1 or more\n", processes);
-            return 2;
-        }
-        return supervisor_run(argv, processes,
+        return supervisor_run(argv, atoi(option_value(&cli, "processes")),
                               option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"));
     }
 
