@@ -195,6 +195,15 @@ function Proc:wait(timeout)
     return status
 end
 
+-- The pids of the processes pid started (a supervisor's workers).
+function H.children(pid)
+    local f = io.popen("pgrep -P " .. pid)
+    local pids = {}
+    for p in f:read("*a"):gmatch("%d+") do pids[#pids + 1] = tonumber(p) end
+    f:close()
+    return pids
+end
+
 function Proc:stdout() return H.read_file(self.dir .. "/out") or "" end
 function Proc:stderr() return H.read_file(self.dir .. "/err") or "" end
 

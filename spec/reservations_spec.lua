@@ -166,14 +166,6 @@ end
 
 local function ran() return H.json_list("spec:ran") end
 
-local function children(pid)
-    local f = io.popen("pgrep -P " .. pid)
-    local pids = {}
-    for p in f:read("*a"):gmatch("%d+") do pids[#pids + 1] = tonumber(p) end
-    f:close()
-    return pids
-end
-
 describe("luaworker work's jobs reserved ahead", function()
     local handlers, workers
 
@@ -238,7 +230,7 @@ describe("luaworker work's jobs reserved ahead", function()
         local w = start()
         local held = push_batch("slow")
         -- what a machine crash or an OOM kill does: no TERM, every process at once
-        local pids = children(w.pid)
+        local pids = H.children(w.pid)
         os.execute("kill -9 " .. w.pid .. " " .. table.concat(pids, " "))
         local killed_at = os.time()
         start()

@@ -72,11 +72,7 @@ end
 
 -- The worker processes a supervisor runs.
 local function children(w)
-    local f = io.popen("pgrep -P " .. w.pid)
-    local pids = {}
-    for pid in f:read("*a"):gmatch("%d+") do pids[#pids + 1] = tonumber(pid) end
-    f:close()
-    return pids
+    return H.children(w.pid)
 end
 
 describe("luaworker work's supervisor", function()

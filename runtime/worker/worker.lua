@@ -92,18 +92,10 @@ local function down_for_maintenance()
     return f ~= nil
 end
 
--- Before the worker waits without working: the jobs it holds go back.
-local function settle()
-    local ok, err = task.run(reservations.settle)
-    if not ok then
-        output.error("could not give back the jobs reserved ahead, which come back once this "
-            .. "worker's heartbeat is gone: " .. tostring(redis.is_error(err) and err.message or err))
-    end
-end
-
--- When the worker stops: the jobs it holds go back, its records go.
-local function retire()
-    local ok, err = task.run(reservations.retire)
+-- Gives back the jobs the worker holds: reservations.settle before it waits without
+-- working, reservations.retire when it stops. A failure is logged.
+local function give_back(how)
+    local ok, err = task.run(how)
     if not ok then
         output.error("could not give back the jobs reserved ahead, which come back once this "
             .. "worker's heartbeat is gone: " .. tostring(redis.is_error(err) and err.message or err))
@@ -112,7 +104,7 @@ local function retire()
 end
 
 local function stop(status, reason)
-    retire()
+    give_back(reservations.retire)
     events.fire_safely("stopping", nil, nil, { status = status, reason = reason })
     host.report_exit(reason)
     return status
@@ -210,7 +202,7 @@ function M.run(cli, cfg)
         end
         local job = get_next_job(queues, 1)
         if job then run(job) else host.sleep(options.sleep) end
-        retire()
+        give_back(reservations.retire)
         return EXIT_OK
     end
 
@@ -219,7 +211,7 @@ function M.run(cli, cfg)
         local _, paused = host.signals()
         if down_for_maintenance() or paused
             or events.fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
-            settle()
+            give_back(reservations.settle)
             host.sleep(options.sleep > 0 and options.sleep or 1)
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
             if status then return stop(status, reason) end
