@@ -353,13 +353,32 @@ local function note_recovery(kind, ms)
     end
 end
 
+-- Sends RPUSH of mark to the trail and SHUTDOWN in one write: Redis runs them back
+-- to back, with no other client's command between, so the mark is the last entry
+-- before the restart. Returns once redis-server has exited.
+local function mark_and_shutdown(mark)
+    local pid = redis_pid()
+    if client then pcall(client.quit, client) end
+    client = nil
+    local function bulk(v) return "$" .. #v .. "\r\n" .. v .. "\r\n" end
+    local sock = require("socket").tcp()
+    sock:settimeout(30)
+    assert(sock:connect("127.0.0.1", port))
+    assert(sock:send("*3\r\n" .. bulk("RPUSH") .. bulk(PREFIX .. "chaos:trail") .. bulk(mark)
+        .. "*1\r\n" .. bulk("SHUTDOWN")))
+    sock:receive("*a")
+    sock:close()
+    return wait_for(function() return not alive(pid) end, 30)
+end
+
 local function restart_redis()
     local t0 = clock()
-    if not stop_redis() then error("chaos: redis-server did not shut down") end
+    if not mark_and_shutdown("d " .. (stats.redis_restarts + 1)) then
+        error("chaos: redis-server did not shut down")
+    end
     sleep(uniform(0.2, 1))
     if not start_redis(port) then error("chaos: redis-server did not start again") end
     stats.redis_restarts = stats.redis_restarts + 1
-    -- the runs a worker started before this mark may have been cut short by the restart
     r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
     log("redis-server restarted (down %.1fs)", clock() - t0)
 end

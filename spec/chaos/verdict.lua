@@ -93,14 +93,16 @@ end
 
 -- Reads chaos:trail: each run's start ("s <uuid> <attempt> <pid>", from the handler),
 -- its end once its outcome is in Redis ("e <uuid> <attempt> <pid> <outcome> <1 when
--- the handler raised>", from the attempted hook), and the driver's marks after each
--- Redis restart ("r <n>"). A run without an end was cut short, and so was a run of a
--- job not meant to fail whose handler raised (its Redis call failed). Each must be
--- explained: the last run of a process we killed, or the last run a process started
--- before a Redis restart (killed: pid -> true; manifest: uuid -> {kind =}; each
--- unexplained run is a problem(fmt, ...)). Returns the runs cut short by job uuid;
--- how many were explained by a kill, by a restart, and not at all; and, by job
--- uuid, the set of the attempts that ran.
+-- the handler raised>", from the attempted hook), and the driver's mark written with
+-- the SHUTDOWN of each Redis restart ("d <n>": Redis ran nothing between the two, so
+-- it is the last entry before the restart). A run without an end was cut short, and
+-- so was a run of a job not meant to fail whose handler raised (its Redis call
+-- failed). Each must be explained: the last run of a process we killed, or the last
+-- run a process started before a Redis restart (killed: pid -> true; manifest: uuid
+-- -> {kind =}; each unexplained run is a problem(fmt, ...)). Returns the runs cut
+-- short by job uuid; how many were explained by a kill, by a restart, and not at
+-- all; and, by job uuid, the set of the attempts that ran (a start or an end of
+-- theirs is in the trail: a handler whose first Redis call failed has only an end).
 function M.read_trail(trail, manifest, killed, problem)
     local open, last_start, before_restart = {}, {}, {}
     local starts, attempts = {}, {}
@@ -117,11 +119,13 @@ function M.read_trail(trail, manifest, killed, problem)
             attempts[uuid][tonumber(attempt)] = true
         elseif kind == "e" then
             local list = open[uuid .. " " .. attempt .. " " .. pid]
+            attempts[uuid] = attempts[uuid] or {}
+            attempts[uuid][tonumber(attempt)] = true
             if list and #list > 0 then
                 local job = manifest[uuid]
                 starts[table.remove(list, 1)].ended = not (raised == "1" and job and job.kind ~= "fail")
             end
-        elseif kind == "r" then
+        elseif kind == "d" then
             for _, at in pairs(last_start) do before_restart[at] = true end
         end
     end
