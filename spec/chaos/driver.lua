@@ -42,7 +42,7 @@ package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.pat
 local redis = require "redis"
 local cjson = require "cjson"
 local verdict = require "verdict"
-local ptime = require "posix.time"
+local system = require "system"
 local psignal = require "posix.signal"
 
 local PREFIX = "laravel_database_"
@@ -79,60 +79,9 @@ math.randomseed(opt.seed)
 
 -- Small helpers -----------------------------------------------------------------
 
-local function log(fmt, ...)
-    io.stderr:write(string.format("chaos %s " .. fmt .. "\n", os.date("%H:%M:%S"), ...))
-    io.stderr:flush()
-end
-
-local function clock()
-    local t = ptime.clock_gettime(ptime.CLOCK_MONOTONIC)
-    return t.tv_sec + t.tv_nsec / 1e9
-end
-
-local function sleep(s)
-    local sec = math.floor(s)
-    ptime.nanosleep({ tv_sec = sec, tv_nsec = math.floor((s - sec) * 1e9) })
-end
-
-local function quote(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function shell(cmd)
-    local f = io.popen(cmd)
-    local out = f:read("*a")
-    f:close()
-    return out
-end
-
-local function alive(pid)
-    return pid and psignal.kill(pid, 0) == 0
-end
-
--- Polls fn every 50 ms until it returns a true value (returned) or timeout passes (nil).
-local function wait_for(fn, timeout)
-    local deadline = clock() + timeout
-    repeat
-        local v = fn()
-        if v then return v end
-        sleep(0.05)
-    until clock() > deadline
-    return nil
-end
+local log, clock, sleep, quote = system.log, system.clock, system.sleep, system.quote
+local read_file, write_file, shell = system.read_file, system.write_file, system.shell
+local alive, wait_for = system.alive, system.wait_for
 
 local function uniform(a, b) return a + (b - a) * math.random() end
 
