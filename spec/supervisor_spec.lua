@@ -263,6 +263,19 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, H.r("ZCARD", reserved))
     end)
 
+    it("passes on a stop signal that reaches a worker it is just starting, which exits 0", function()
+        -- a worker killed, and TERM to the supervisor at once: it forwards the TERM to
+        -- the worker it starts in its place, before or during that one's start
+        for _ = 1, 10 do
+            local w = start()
+            H.wait_until(function() return #children(w) == 1 end, 5, "the worker")
+            H.sleep(0.3)
+            os.execute("kill -9 " .. children(w)[1] .. "; kill -TERM " .. w.pid)
+            assert.are.equal(0, w:wait(10))
+            assert.is_nil(w:stderr():match("killed by signal 15"), w:stderr())
+        end
+    end)
+
     it("stops gracefully on INT and on QUIT too", function()
         for _, sig in ipairs({ "INT", "QUIT" }) do
             H.r("DEL", "spec:finished", "spec:ran")

@@ -130,6 +130,10 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
         ev_signal_start(h->loop, &h->signals[i]);
         ev_unref(h->loop);  /* signal watchers alone do not keep the loop running */
     }
+    /* a worker starts with them blocked (see signals.h): one sent meanwhile comes now */
+    sigset_t handled;
+    signals_fill(&handled);
+    sigprocmask(SIG_UNBLOCK, &handled, NULL);
     return 0;
 }
 

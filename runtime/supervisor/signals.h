@@ -1,7 +1,9 @@
 /* signals: the signals every luaworker process handles, as queue:work does: TERM,
  * INT and QUIT stop after the current job, USR2 pauses and CONT resumes taking jobs,
  * HUP reloads (the worker ends after its current job and a fresh one starts). The
- * supervisor forwards them to its workers. Uses nothing else. */
+ * supervisor forwards them to its workers. A worker starts with them blocked and
+ * unblocks them once its handlers are in place, so that one sent meanwhile waits
+ * for them instead of being lost or killing it. Uses nothing else. */
 #ifndef LUAWORKER_SIGNALS_H
 #define LUAWORKER_SIGNALS_H
 
@@ -11,5 +13,13 @@
 
 static const int signals_handled[SIGNALS_COUNT] = {SIGTERM, SIGINT, SIGQUIT, SIGUSR2, SIGCONT,
                                                    SIGHUP};
+
+/* Fills set with the handled signals. */
+static inline void signals_fill(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int i = 0; i < SIGNALS_COUNT; i++)
+        sigaddset(set, signals_handled[i]);
+}
 
 #endif

@@ -211,25 +211,31 @@ static void spawn(struct worker *w)
     slot_clear_worker(w->slot);
     fflush(stdout);
     fflush(stderr);
+    /* The handled signals stay blocked from before the fork until the worker has its
+     * handlers (see signals.h): one sent to the child before its exec would run this
+     * process's handler there and be lost. */
+    sigset_t handled, before;
+    signals_fill(&handled);
+    sigprocmask(SIG_BLOCK, &handled, &before);
     pid_t pid = fork();
-    if (pid < 0) {
-        say("worker %d: cannot fork: %s", w->index, strerror(errno));
-        ev_timer_set(&w->respawn, 1., 0.);
-        ev_timer_start(s->loop, &w->respawn);
-        return;
-    }
     if (pid == 0) {
         char fd[32];
         snprintf(fd, sizeof fd, "%d", dup(w->slot_fd));  /* without FD_CLOEXEC */
         setenv(SLOT_ENV, fd, 1);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
+        sigprocmask(SIG_SETMASK, &handled, NULL);
         /* fexecve, not execv("/proc/self/exe"): the same binary even when the file
          * was replaced since, and the one valgrind --trace-children follows */
         fexecve(s->exe_fd, s->argv, environ);
         fprintf(stderr, "luaworker: cannot start a worker: %s\n", strerror(errno));
         _exit(70);
+    }
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (pid < 0) {
+        say("worker %d: cannot fork: %s", w->index, strerror(fork_errno));
+        ev_timer_set(&w->respawn, 1., 0.);
+        ev_timer_start(s->loop, &w->respawn);
+        return;
     }
     w->pid = pid;
     w->started = ev_now(s->loop);
