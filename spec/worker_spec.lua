@@ -584,6 +584,28 @@ describe("luaworker work", function()
         assert.are.equal(0, w2:wait(3))
     end)
 
+    it("does not wait for a job after a TERM that came before the wait", function()
+        -- the first Looping event TERMs the worker itself: the signal is handled at its
+        -- next Redis call, before it finds the queue empty and would wait --sleep
+        H.write_file(handlers .. "/init.lua", [[
+            local luaworker = require "luaworker"
+            local sent = false
+            luaworker.looping(function()
+                if sent then return end
+                sent = true
+                local pid = io.open("/proc/self/stat"):read("*l"):match("^(%d+)")
+                os.execute("kill -TERM " .. pid)
+            end)
+        ]])
+        -- --heartbeat=30: the wait would end for the next look for dead workers after 15 s
+        local socket = require "socket"
+        local started = socket.gettime()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=20", "--heartbeat=30" })
+        assert.are.equal(0, w:wait(25))
+        local took = socket.gettime() - started
+        assert.is_true(took < 4, "the worker took " .. took .. " s to stop")
+    end)
+
     it("blocks on the first queue's notify list with --block-for and wakes on a push", function()
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0", "--block-for=5" })
         H.sleep(0.3)

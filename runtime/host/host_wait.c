@@ -77,13 +77,13 @@ static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* host.wait_notify(seconds, exact, key...) -> as host.command for BLPOP key... : a
  * list {key, token} when a token came, nil when the time passed or a stop signal
- * (or CONT, HUP) ended the wait. seconds < 0 waits without a time limit. With
- * exact (or fractional seconds) the deadline is the host's own timer, exact to the
- * millisecond, which then ends the BLPOP with CLIENT UNBLOCK; otherwise it is the
- * BLPOP's timeout, which Redis applies only as exactly as its hz (100 ms by
- * default). An invalidation message (see host.subscribe_invalidations) ends it too,
- * and one that came since host.take_invalidated makes it return nil at once.
- * Yields until then. */
+ * (or CONT, HUP) ended the wait, and at once when a stop or HUP signal came before
+ * the call. seconds < 0 waits without a time limit. With exact (or fractional
+ * seconds) the deadline is the host's own timer, exact to the millisecond, which
+ * then ends the BLPOP with CLIENT UNBLOCK; otherwise it is the BLPOP's timeout,
+ * which Redis applies only as exactly as its hz (100 ms by default). An
+ * invalidation message (see host.subscribe_invalidations) ends it too, and one that
+ * came since host.take_invalidated makes it return nil at once. Yields until then. */
 static int l_host_wait_notify(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -92,7 +92,9 @@ static int l_host_wait_notify(lua_State *L)
     luaL_checkstring(L, 3);
     if (h->blocking)
         return luaL_error(L, "host.wait_notify: already waiting");
-    if (h->invalidated) {  /* a change came in since the caller looked */
+    /* a change came in since the caller looked, or a stop or reload signal did (it
+     * would have ended the wait): no wait */
+    if (h->invalidated || h->quit || h->reload) {
         lua_pushboolean(L, 1);
         lua_pushnil(L);
         return 2;

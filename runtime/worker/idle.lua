@@ -56,8 +56,11 @@ local function track_delayed_sets(queues)
     tracked.connects = host.connects("block")
 end
 
--- Waits for a job on queues (see above). Raises what Redis raises.
+-- Waits for a job on queues (see above); not at all after a stop or reload signal,
+-- which ends a wait under way too. Raises what Redis raises.
 function M.wait(queues)
+    local quit, _, reload = host.signals()
+    if quit or reload then return end
     local bound = idle_bound()
     -- a wait longer than the time between two looks for dead workers ends for the next
     if bound > reservations.scan_interval() then

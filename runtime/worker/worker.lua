@@ -212,7 +212,8 @@ function M.run(cli, cfg)
         if down_for_maintenance() or paused
             or events.fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
             give_back(reservations.settle)
-            host.sleep(options.sleep > 0 and options.sleep or 1)
+            local quit, _, reload = host.signals()
+            if not (quit or reload) then host.sleep(options.sleep > 0 and options.sleep or 1) end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
             if status then return stop(status, reason) end
         else
