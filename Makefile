@@ -68,6 +68,13 @@ $(OBJ)/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# C specs (spec/unit/*_spec.c): programs printing TAP, each linked with the part of
+# the host it checks; spec/run runs them.
+C_SPEC = $(OBJ)/spec/slot_spec
+$(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
 # Host-side Lua is compiled into the binary, each file a module named after it
 # (whatever its folder): runtime/worker/worker.lua is "luaworker.worker",
 # runtime/luaworker.lua is "luaworker". LUAJIT_BFLAGS=-g keeps file and line
@@ -86,7 +93,7 @@ deps:
 	fi
 
 test: deps
-	$(MAKE) luaworker
+	$(MAKE) luaworker $(C_SPEC)
 	spec/run
 
 demo: deps

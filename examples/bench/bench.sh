@@ -213,6 +213,7 @@ recovery() {
     dispatch NoOp --count="$JOBS"
     setsid ./luaworker work --handlers=$HANDLERS --quiet >"$tmp/$key.log" 2>&1 &
     local group=$!
+    disown "$group"  # its kill -9 is the point: no "Killed" notice from the shell
     bg_pids+=("$group")
     local workers=${P}queues:default:luaworker:workers ids=""
     while [ -z "$ids" ]; do sleep 0.05; ids=$(rcli SMEMBERS "$workers"); done
@@ -221,7 +222,8 @@ recovery() {
     kill -KILL -- "-$group"
     local t0 t1 left
     t0=$(now_us)
-    ./luaworker work --handlers=$HANDLERS --quiet >"$tmp/$key.next.log" 2>&1 &
+    # not --quiet: its log names the jobs it gave back
+    ./luaworker work --handlers=$HANDLERS >"$tmp/$key.next.log" 2>&1 &
     local next=$!
     bg_pids+=("$next")
     while :; do

@@ -72,10 +72,14 @@ static void end_write(struct slot *s, uint32_t seq)
 
 void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout)
 {
+    uint64_t now = slot_now_ns();
     uint32_t seq = begin_write(s);
     atomic_store_explicit(&s->job, job, memory_order_relaxed);
     atomic_store_explicit(&s->timeout, timeout, memory_order_relaxed);
-    atomic_store_explicit(&s->started_ns, slot_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&s->started_ns, now, memory_order_relaxed);
+    /* a wait for Redis under way (the next jobs' pop) counts from the job's start */
+    if (atomic_load_explicit(&s->waiting, memory_order_relaxed))
+        atomic_store_explicit(&s->waiting_since_ns, now, memory_order_relaxed);
     end_write(s, seq);
 }
 
@@ -116,4 +120,11 @@ int slot_read_job(const struct slot *s, struct slot_job *out)
             return 0;
     }
     return -1;
+}
+
+int slot_job_overdue(const struct slot_job *j, uint64_t now)
+{
+    if (!j->job || j->waiting || j->timeout == 0 || now <= j->started_ns)
+        return 0;
+    return now - j->started_ns >= (uint64_t)j->timeout * 1000000000u;
 }

@@ -73,6 +73,11 @@ void slot_wait(struct slot *s, int waiting);
  * writing them all along (or died while writing them). */
 int slot_read_job(const struct slot *s, struct slot_job *out);
 
+/* Supervisor side: whether job j has run past its timeout at now (slot_now_ns),
+ * the time it waited for Redis not counted. A job that started after now (the
+ * worker runs on another CPU) has not. */
+int slot_job_overdue(const struct slot_job *j, uint64_t now);
+
 /* CLOCK_MONOTONIC in nanoseconds, the clock of started_ns. */
 uint64_t slot_now_ns(void);
 

@@ -94,12 +94,11 @@ static void on_poll(struct ev_loop *loop, ev_timer *t, int revents)
     (void)loop;
     (void)revents;
     struct supervisor *s = t->data;
-    uint64_t now = slot_now_ns();
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
         struct slot_job j;
-        if (!w->pid || w->timed_out || slot_read_job(w->slot, &j) || !j.job || j.waiting ||
-            j.timeout == 0 || now - j.started_ns < (uint64_t)j.timeout * 1000000000u)
+        if (!w->pid || w->timed_out || slot_read_job(w->slot, &j) ||
+            !slot_job_overdue(&j, slot_now_ns()))
             continue;
         say("worker %d (pid %d): job timed out after %us; ending the process", w->index,
             (int)w->pid, j.timeout);
