@@ -237,14 +237,18 @@ function Server:start()
         .. "--appendonly %s --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log", self.port,
         self.dir, self.appendonly and "yes" or "no", self.dir, self.dir))
     if not ok then return false end
-    -- up once it answers (not LOADING its data)
-    local up = pcall(H.wait_until, function()
+    return self:connect()
+end
+
+-- Connects the server's client, once it answers (not LOADING its data). Returns
+-- whether it did within 5 s.
+function Server:connect()
+    return (pcall(H.wait_until, function()
         return pcall(function()
             self.conn = redis.connect("127.0.0.1", self.port)
             self.conn:ping()
         end)
-    end, 5, "redis-server to start")
-    return up
+    end, 5, "redis-server to start"))
 end
 
 function Server:stop()

@@ -5,11 +5,13 @@ local H = require "spec.helpers"
 local cjson = H.json
 
 -- Records each run; "slow" waits spec:slow seconds first; "write" waits spec:slow
--- seconds, then INCRs spec:count (and records a RedisError's message in spec:error).
+-- seconds, then INCRs spec:count (and records a RedisError's message in spec:error);
+-- "shutdown" shuts Redis down (the worker sees its connection go).
 local HANDLER = [[
 local luaworker = require "luaworker"
 return { handle = function(job, command)
     luaworker.redis("RPUSH", "spec:ran", job:id())
+    if command.action == "shutdown" then pcall(luaworker.redis, "SHUTDOWN") end
     if command.action == "slow" or command.action == "write" then
         luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
     end
@@ -162,6 +164,47 @@ describe("luaworker work when Redis goes away", function()
         assert.are.same({ 0, 1 }, { srv:r("LLEN", list), #ran() })
         w:kill("TERM")
         assert.are.equal(0, w:wait())
+    end)
+
+    it("does not run a job it held while Redis was away, when another process gave it back before Redis was back for it", function()
+        server({ appendonly = true })
+        start({ "--heartbeat=1", "--retry-after=60" })
+        -- quick jobs first: the worker then takes batches, and holds the jobs behind
+        -- the one that shuts Redis down; it starts the next at once, its lease still held
+        local list, _, _, notify = H.keys()
+        for i = 1, 40 do push(spec_job("ok", "w" .. i)) end
+        H.wait_until(function() return #ran() == 40 end, 20, "the first jobs")
+        local batch, tokens = { cjson.encode(spec_job("shutdown", "j1")) }, { "1" }
+        for i = 2, 11 do batch[i], tokens[i] = cjson.encode(spec_job("ok", "j" .. i)), "1" end
+        srv:r("RPUSH", list, unpack(batch))
+        srv:r("RPUSH", notify, unpack(tokens))
+        H.wait_until(function() return not pcall(srv.r, srv, "PING") end, 10, "the shutdown")
+        -- Redis comes back with its data (the heartbeat expired meanwhile), first where
+        -- only this spec reaches it: as another luaworker would, it gives back what the
+        -- worker holds and had not started; then on its port again
+        H.sleep(1.2)
+        local sock = srv.dir .. "/redis.sock"
+        assert(os.execute(string.format("redis-server --port 0 --unixsocket %s --dir %s --save '' "
+            .. "--appendonly yes --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log",
+            sock, srv.dir, srv.dir, srv.dir)))
+        local cli = "redis-cli -s " .. sock .. " "
+        H.wait_until(function() return io.popen(cli .. "PING"):read("*a"):match("PONG") end, 5, "Redis")
+        local set = H.prefix .. "queues:default:luaworker:workers"
+        local id = io.popen(cli .. "SMEMBERS " .. set):read("*l")
+        local record = H.prefix .. "queues:default:luaworker:" .. id
+        local given = io.popen(cli .. "--eval " .. H.root .. "/scripts/give_back.lua " .. table.concat(
+            { list, select(3, H.keys()), notify, record, set, record .. ":alive" }, " ")
+            .. " , " .. id .. " dead"):read("*a")
+        assert.matches("^%d+", given)
+        assert(os.execute(cli .. "CONFIG SET port " .. srv.port .. " >/dev/null"))
+        assert(srv:connect())
+        H.wait_until(function() return #ran() >= 51 end, 20, "the other jobs")
+        H.wait_until(function() return srv:r("ZCARD", (select(3, H.keys()))) == 0 end, 10, "the last delete")
+        H.sleep(0.5)
+        local runs = {}
+        for _, job_id in ipairs(ran()) do runs[job_id] = (runs[job_id] or 0) + 1 end
+        for i = 2, 11 do assert.are.equal(1, runs["j" .. i], "j" .. i .. " ran " .. tostring(runs["j" .. i]) .. " times") end
+        assert.matches("went back to the queue while Redis could not be reached", workers[1]:stderr())
     end)
 
     it("stops on TERM while Redis is away, without waiting for it", function()

@@ -306,12 +306,14 @@ static int l_host_collect(lua_State *L)
     return host_yield(L);
 }
 
-/* host.connects(conn) -> how many connections conn has opened: a change means its
- * client settings are gone. */
+/* host.connects(conn) -> how many connections conn has opened (a change means its
+ * client settings are gone), and whether it is up now (redis_conn_up). */
 static int l_host_connects(lua_State *L)
 {
-    lua_pushnumber(L, (lua_Number)redis_conn_connects(host_redis_conn(L, host_of(L), 1)));
-    return 1;
+    struct redis_conn *c = host_redis_conn(L, host_of(L), 1);
+    lua_pushnumber(L, (lua_Number)redis_conn_connects(c));
+    lua_pushboolean(L, redis_conn_up(c));
+    return 2;
 }
 
 /* host.describe(conn) -> "host:port/db" of that connection (no password). */

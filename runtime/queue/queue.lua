@@ -176,6 +176,12 @@ function M.start(q, worker, number)
     redis.send("queue", "HSET", (M.worker_keys(q, worker)), "started", number)
 end
 
+-- Whether reserved_copy is still in q's reserved set. Waits out Redis failures.
+function M.is_reserved(q, reserved_copy)
+    local _, _, reserved = M.keys(q)
+    return redis.call("queue", "ZSCORE", reserved, reserved_copy) ~= nil
+end
+
 -- Deletes a job (ZREM of its reserved copy) without waiting: the command goes out
 -- with the next one that waits, or a flush (see redis.send).
 function M.delete_reserved(q, reserved_copy)

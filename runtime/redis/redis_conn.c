@@ -271,6 +271,12 @@ int redis_conn_command(struct redis_conn *c, int flags, int argc, const char **a
     return 0;
 }
 
+int redis_conn_up(const struct redis_conn *c)
+{
+    return c->ac && (c->ac->c.flags & REDIS_CONNECTED) &&
+           !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) && !c->ac->c.err;
+}
+
 void redis_conn_flush(struct redis_conn *c)
 {
     /* The context's own write, not redisAsyncHandleWrite: this may run inside one of
@@ -278,8 +284,7 @@ void redis_conn_flush(struct redis_conn *c)
      * spot when that write fails. A failure here stays in c->ac->c.err, which the
      * async layer handles when the loop next reads or writes. */
     int done;
-    if (c->ac && (c->ac->c.flags & REDIS_CONNECTED) &&
-        !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) && !c->ac->c.err)
+    if (redis_conn_up(c))
         redisBufferWrite(&c->ac->c, &done);
 }
 

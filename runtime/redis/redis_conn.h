@@ -61,6 +61,10 @@ int redis_conn_script(struct redis_conn *c, const struct script *sc, int nkeys, 
  * has none of the previous one's client state (CLIENT TRACKING, say). */
 unsigned long redis_conn_connects(const struct redis_conn *c);
 
+/* Whether c is connected and ready, with no error seen: what is written to it now
+ * reaches Redis unless the connection breaks before Redis reads it. */
+int redis_conn_up(const struct redis_conn *c);
+
 /* Writes the commands queued on c now, as far as the socket takes them, instead of
  * when the loop next runs. Safe inside a reply callback of c. */
 void redis_conn_flush(struct redis_conn *c);

@@ -134,7 +134,7 @@ function M.process(job)
             "payload cannot be decoded: " .. job.undecodable), "")
         return
     end
-    reservations.start(job)
+    if not reservations.start(job) then return end
     host.report_start(job.number or 0, tonumber(job:timeout()) or settings.options.timeout)
     local ok, err, trace = task.run(run_job, job, started)
     if not ok then

@@ -269,10 +269,22 @@ end
 -- Records that job starts, and writes that now, with what else is queued: the
 -- delete of the job before it, so that at any moment at most one job of this
 -- process is between its start and its outcome in Redis. (A delete is also written
--- by the next command the worker waits for.)
+-- by the next command the worker waits for.) Returns whether to run it: when the
+-- connection was down (an outage the worker has seen, though its lease still
+-- held), the record waits for the next connection and may reach Redis after
+-- another process found the heartbeat gone and gave the job back; then the worker
+-- waits for Redis and runs the job only if it is still reserved. Raises what Redis
+-- raises.
 function M.start(job)
     queue.start(job:queue(), id, job.number)
     host.flush("queue")
+    local _, up = host.connects("queue")
+    if up then return true end
+    if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
+    output.error(string.format("%s (attempt %d) went back to the queue while Redis could not be "
+        .. "reached (this worker's heartbeat was gone): it runs elsewhere, not here",
+        tostring(job:name()), job:attempts()), job)
+    return false
 end
 
 -- Before the worker waits without working (paused, down for maintenance): the jobs
