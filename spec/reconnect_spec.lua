@@ -205,7 +205,7 @@ describe("luaworker work when Redis goes away", function()
         local runs = {}
         for _, job_id in ipairs(ran()) do runs[job_id] = (runs[job_id] or 0) + 1 end
         for i = 2, 11 do assert.are.equal(1, runs["j" .. i], "j" .. i .. " ran " .. tostring(runs["j" .. i]) .. " times") end
-        assert.matches("went back to the queue while Redis could not be reached", workers[1]:stderr())
+        assert.matches("left this worker's hands while it could not reach Redis", workers[1]:stderr())
     end)
 
     it("takes no worker for dead before Redis has been up for a heartbeat and two reconnects", function()

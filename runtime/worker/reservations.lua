@@ -284,8 +284,8 @@ function M.start(job)
     local _, up = host.connects("queue")
     if up then return true end
     if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
-    output.error(string.format("%s (attempt %d) went back to the queue while Redis could not be "
-        .. "reached (this worker's heartbeat was gone): it runs elsewhere, not here",
+    output.error(string.format("%s (attempt %d) left this worker's hands while it could not reach "
+        .. "Redis (given back, or its reservation expired): it runs elsewhere, not here",
         tostring(job:name()), job:attempts()), job)
     return false
 end

@@ -44,6 +44,9 @@ M.EXPECTED_LINES = {
     "^%[[^%]]+%] worker [^ ]+ ended without giving back its jobs: %d+ it had not started went "
         .. "back to the queue$",
     "^%[[^%]]+%] worker [^ ]+ stopped beating: %d+ jobs it had not started went back to queue ",
+    -- a job a worker held while Redis restarted, given back meanwhile: not run by it
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) left this worker's hands while it could "
+        .. "not reach Redis %(given back, or its reservation expired%): it runs elsewhere, not here$",
     -- the job a killed worker had started: it stays reserved
     "^%[[^%]]+%]%[%w+%] worker [^ ]+ died while App\\Jobs\\Chaos %(attempt %d+%) ran: it stays "
         .. "reserved until retry_after, by Laravel's rules$",
