@@ -8,12 +8,6 @@ local RECORDER, spec_job, ran = recorder.HANDLER, recorder.spec_job, recorder.ra
 
 local handlers
 
-local function work(args, opts)
-    local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
-    for _, a in ipairs(args or { "--stop-when-empty" }) do full[#full + 1] = a end
-    return H.run(full, opts)
-end
-
 describe("luaworker work, idle and stopping", function()
     before_each(function()
         H.flush()
@@ -22,7 +16,7 @@ describe("luaworker work, idle and stopping", function()
 
     it("runs one job with --once, in its own process", function()
         for i = 1, 2 do H.push(spec_job("ok", { id = "j" .. i })) end
-        assert.are.equal(0, work({ "--once" }).status)
+        assert.are.equal(0, H.run({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--once" }).status)
         assert.are.equal(1, #ran())
     end)
 
