@@ -47,9 +47,6 @@ local BATCH_MAX, BATCH_BUDGET = 32, 0.05
 local BEAT, LEASE, SCAN = 0.25, 0.5, 0.5
 -- Seconds a worker's record outlives the reservations of its last pop.
 local RECORD_MARGIN = 60
--- Seconds after a Redis restart, beyond the heartbeat's TTL, before workers are
--- taken for dead: two of a worker's attempts to connect again (once a second).
-local RESTART_GRACE = 2
 -- Seconds a stopping worker waits for Redis to give its jobs back; past that they
 -- come back once another luaworker finds its heartbeat gone.
 local RETIRE_WAIT = 5
@@ -334,18 +331,11 @@ function M.take_over()
 end
 
 -- Every TTL/2: gives back the jobs not started of each worker of these queues whose
--- heartbeat is gone; not before Redis has been up for TTL + RESTART_GRACE seconds:
--- a Redis restarted with its data finds every heartbeat expired, and the workers
--- still alive need that long to connect again and write what they had not (the
--- start of the job they run). Raises what Redis raises.
+-- heartbeat is gone. Raises what Redis raises.
 function M.recover_dead_workers()
     local now = host.clock()
     if now < next_scan then return end
     next_scan = now + ttl * SCAN
-    local info = redis.call("queue", "INFO", "server")
-    local uptime = tonumber(info:match("uptime_in_seconds:(%d+)"))
-    -- (whole seconds, counted from the second it started: up to a second more)
-    if uptime and uptime <= ttl + RESTART_GRACE then return end
     for _, q in ipairs(settings.queues) do
         local others = {}
         for _, w in ipairs(queue.workers(q)) do
