@@ -217,7 +217,7 @@ recovery() {
     bg_pids+=("$group")
     local workers=${P}queues:default:luaworker:workers ids=""
     while [ -z "$ids" ]; do sleep 0.05; ids=$(rcli SMEMBERS "$workers"); done
-    sleep 0.5
+    sleep 0.05  # it has taken batches, and cannot have run all the jobs
     ids=$(rcli SMEMBERS "$workers")
     kill -KILL -- "-$group"
     local t0 t1 left
