@@ -43,11 +43,15 @@ local number = tonumber(ARGV[9])
 if record then
     local started = tonumber(redis.call('hget', record, 'started'))
     if started then
+        local finished = {}
         for _, field in ipairs(redis.call('hkeys', record)) do
             local n = tonumber(string.match(field, '^[pr](%d+)$'))
             if n and n < started then
-                redis.call('hdel', record, field)
+                finished[#finished + 1] = field
             end
+        end
+        if #finished > 0 then
+            redis.call('hdel', record, unpack(finished))
         end
     end
     redis.call('sadd', KEYS[7], ARGV[8])
@@ -59,6 +63,7 @@ if record then
 end
 
 local taken = {}
+local entries = {}   -- the record's new fields and values, written at once
 for _ = 1, tonumber(ARGV[7]) or 1 do
     local job = redis.call('lpop', KEYS[1])
     if not job then
@@ -86,7 +91,10 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
     redis.call('zadd', KEYS[2], ARGV[1], reserved)
     redis.call('lpop', KEYS[3])
     if record then
-        redis.call('hset', record, 'p' .. number, job, 'r' .. number, reserved)
+        entries[#entries + 1] = 'p' .. number
+        entries[#entries + 1] = job
+        entries[#entries + 1] = 'r' .. number
+        entries[#entries + 1] = reserved
         number = number + 1
     end
     taken[#taken + 1] = job
@@ -94,6 +102,9 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
 end
 
 if record then
+    if #entries > 0 then
+        redis.call('hset', record, unpack(entries))
+    end
     redis.call('expire', record, ARGV[10])
 end
 if #taken == 0 then
