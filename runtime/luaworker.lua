@@ -5,6 +5,8 @@
 --   luaworker.redis(cmd, ...): run a command on the worker's queue connection; an
 --   error reply or a lost connection raises, a Redis that cannot run it yet
 --   (LOADING, READONLY, not reachable) is waited for up to REDIS_WAIT seconds first.
+--   Commands that change the connection for the worker's own commands (SUBSCRIBE,
+--   MONITOR, MULTI, SELECT...: CONNECTION_STATE) raise without being sent.
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
 --   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
 local events = require "luaworker.events"
@@ -32,9 +34,47 @@ for name in pairs(events.NAMES) do
     M[name] = function(fn) events.listen(name, fn) end
 end
 
+-- Commands that would change the queue connection for the worker's own commands
+-- after them (another mode, database, transaction or reply setting), refused with
+-- the reason. CLIENT is refused only for these subcommands.
+local SUBSCRIBER = "puts the connection in subscriber mode, where the worker cannot use it"
+local TRANSACTION = "opens or runs a transaction on the connection the worker shares: "
+    .. "use EVAL (a script is atomic) instead"
+local CONNECTION_STATE = {
+    SUBSCRIBE = SUBSCRIBER, PSUBSCRIBE = SUBSCRIBER, SSUBSCRIBE = SUBSCRIBER,
+    UNSUBSCRIBE = SUBSCRIBER, PUNSUBSCRIBE = SUBSCRIBER, SUNSUBSCRIBE = SUBSCRIBER,
+    MONITOR = "puts the connection in monitor mode, where the worker cannot use it",
+    MULTI = TRANSACTION, EXEC = TRANSACTION, DISCARD = TRANSACTION, WATCH = TRANSACTION,
+    UNWATCH = TRANSACTION,
+    SELECT = "would move the worker's own commands to another database: address the "
+        .. "configured database only",
+    AUTH = "changes the user of the connection the worker shares",
+    HELLO = "changes the protocol or user of the connection the worker shares",
+    RESET = "resets the connection the worker shares",
+    QUIT = "closes the connection the worker shares",
+    READONLY = "changes how the connection the worker shares reads in a cluster",
+    READWRITE = "changes how the connection the worker shares reads in a cluster",
+    SYNC = "turns the connection into a replica's", PSYNC = "turns the connection into a replica's",
+    REPLCONF = "turns the connection into a replica's",
+}
+local CLIENT_STATE = { REPLY = true, TRACKING = true, CACHING = true }
+
 function M.redis(...)
-    if select("#", ...) == 0 or type((...)) ~= "string" then
+    local cmd = ...
+    if select("#", ...) == 0 or type(cmd) ~= "string" then
         error("luaworker.redis(cmd, ...): expected a command name", 2)
+    end
+    local name = cmd:upper()
+    local why = CONNECTION_STATE[name]
+    if not why and name == "CLIENT" then
+        local sub = select(2, ...)
+        if type(sub) == "string" and CLIENT_STATE[sub:upper()] then
+            name = "CLIENT " .. sub:upper()
+            why = "changes how Redis answers on the connection the worker shares"
+        end
+    end
+    if why then
+        error("luaworker.redis: " .. name .. " is not allowed: it " .. why, 2)
     end
     return redis.call_once("queue", REDIS_WAIT, ...)
 end
@@ -73,7 +113,7 @@ end
 
 -- Waits without blocking the worker's event loop.
 function M.sleep(seconds)
-    if type(seconds) ~= "number" or seconds < 0 then
+    if type(seconds) ~= "number" or not (seconds >= 0) then
         error("luaworker.sleep(seconds): expected a number >= 0", 2)
     end
     host.sleep(seconds)

@@ -208,7 +208,7 @@ describe("luaworker work", function()
         H.push(spec_job("ok", { displayName = "App\\Jobs\\Other" }))
         work()
         local record = H.failed_record(p.uuid)
-        assert.matches("Spec.lua:1: assignment to global 'counter': handlers may not create globals "
+        assert.matches("Spec.lua:1: assignment to global 'counter': handlers may not set globals "
             .. "%(declare it local%)", record.exception)
         assert.are.equal(1, #ran())
     end)

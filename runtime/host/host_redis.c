@@ -62,13 +62,26 @@ static int push_result(lua_State *L, const redisReply *reply, const char *lost,
     return 2;
 }
 
+struct result {
+    const redisReply *reply;
+    const char *lost;
+    enum redis_conn_loss loss;
+};
+
+static int push_result_of(lua_State *L, void *data)
+{
+    const struct result *r = data;
+    return push_result(L, r->reply, r->lost, r->loss);
+}
+
 void host_redis_resume(void *data, const redisReply *reply, const char *lost,
                        enum redis_conn_loss loss)
 {
     struct host *h = data;
     if (h->closing || h->finished)
         return;
-    host_resume(h, push_result(h->co, reply, lost, loss));
+    struct result r = { reply, lost, loss };
+    host_resume_with(h, push_result_of, &r);
 }
 
 int host_redis_unreachable(lua_State *L, const char *message)
@@ -139,6 +152,7 @@ static int send_script(lua_State *L, redis_conn_reply_fn *fn, void *data, char *
 static int l_host_command(lua_State *L)
 {
     char err[512];
+    host_check_wait(L);
     if (send_command(L, 0, host_redis_resume, err, sizeof err))
         return host_redis_unreachable(L, err);
     return host_yield(L);
@@ -150,6 +164,7 @@ static int l_host_command(lua_State *L)
 static int l_host_script(lua_State *L)
 {
     char err[512];
+    host_check_wait(L);
     if (send_script(L, host_redis_resume, host_of(L), err, sizeof err))
         return host_redis_unreachable(L, err);
     return host_yield(L);
@@ -221,20 +236,19 @@ struct deferred_call {
     unsigned id;
 };
 
-/* A deferred call's reply: handed to the main coroutine when it waits for it in
- * host.collect, else kept for it as {ok=true, reply=} or {ok=false, message=,
- * kind=}. */
-static void on_deferred(void *data, const redisReply *reply, const char *lost,
-                        enum redis_conn_loss loss)
+/* A deferred call's reply, on its way to Lua. */
+struct deferred_result {
+    struct host *h;
+    unsigned id;
+    struct result r;
+};
+
+/* Pushes a deferred call's result table: {ok=true, reply=} or {ok=false, message=,
+ * kind=}. Returns 1. */
+static int push_deferred_result(lua_State *L, void *data)
 {
-    struct deferred_call *d = data;
-    struct host *h = d->h;
-    unsigned id = d->id;
-    free(d);
-    if (h->closing || h->finished)
-        return;
-    lua_State *L = h->L;
-    int n = push_result(L, reply, lost, loss);
+    struct deferred_result *d = data;
+    int n = push_result(L, d->r.reply, d->r.lost, d->r.loss);
     lua_createtable(L, 0, 3);
     lua_insert(L, -n - 1);
     if (n == 2) {
@@ -245,20 +259,38 @@ static void on_deferred(void *data, const redisReply *reply, const char *lost,
         lua_setfield(L, -3, "message");
         lua_setfield(L, -2, "ok");
     }
-    if (h->collecting == id) {
-        h->collecting = 0;
-        push_deferred(L, h);
-        lua_pushnil(L);
-        lua_rawseti(L, -2, (int)id);
-        lua_pop(L, 1);
-        lua_xmove(L, h->co, 1);
-        host_resume(h, 1);
-        return;
-    }
-    push_deferred(L, h);
+    return 1;
+}
+
+/* Keeps a deferred call's result table for a later host.collect. Returns 0. */
+static int store_deferred_result(lua_State *L, void *data)
+{
+    struct deferred_result *d = data;
+    push_deferred_result(L, d);
+    push_deferred(L, d->h);
     lua_insert(L, -2);
-    lua_rawseti(L, -2, (int)id);
+    lua_rawseti(L, -2, (int)d->id);
     lua_pop(L, 1);
+    return 0;
+}
+
+/* A deferred call's reply: handed to the main coroutine when it waits for it in
+ * host.collect, else kept for it. */
+static void on_deferred(void *data, const redisReply *reply, const char *lost,
+                        enum redis_conn_loss loss)
+{
+    struct deferred_call *call = data;
+    struct deferred_result d = { call->h, call->id, { reply, lost, loss } };
+    struct host *h = d.h;
+    free(call);
+    if (h->closing || h->finished)
+        return;
+    if (h->collecting == d.id) {
+        h->collecting = 0;
+        host_resume_with(h, push_deferred_result, &d);
+    } else if (host_protected(h, store_deferred_result, &d) != 0) {
+        host_fail(h, "cannot keep a reply for Lua");
+    }
 }
 
 /* host.defer(conn, name, nkeys, keys..., args...) -> id | nil, message: sends the
@@ -292,6 +324,7 @@ static int l_host_defer(lua_State *L)
 static int l_host_collect(lua_State *L)
 {
     struct host *h = host_of(L);
+    host_check_wait(L);
     unsigned id = (unsigned)luaL_checkinteger(L, 1);
     push_deferred(L, h);
     lua_rawgeti(L, -1, (int)id);

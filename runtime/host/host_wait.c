@@ -87,6 +87,7 @@ static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
 static int l_host_wait_notify(lua_State *L)
 {
     struct host *h = host_of(L);
+    host_check_wait(L);
     double seconds = luaL_checknumber(L, 1);
     int exact = lua_toboolean(L, 2);
     luaL_checkstring(L, 3);
@@ -216,6 +217,7 @@ void host_wait_attach(struct host *h)
 static int l_host_sleep(lua_State *L)
 {
     struct host *h = host_of(L);
+    host_check_wait(L);
     double seconds = luaL_checknumber(L, 1);
     if (!(seconds > 0)) {
         lua_pushboolean(L, 1);
@@ -227,6 +229,27 @@ static int l_host_sleep(lua_State *L)
     h->sleep_timer.data = h;
     ev_timer_start(h->loop, &h->sleep_timer);
     return host_yield(L);
+}
+
+/* host.allow_waits(co): lets coroutine co wait for the loop (host_check_wait); for
+ * the coroutines of luaworker's driver (task.lua), which pass the waits up. */
+static int l_host_allow_waits(lua_State *L)
+{
+    struct host *h = host_of(L);
+    luaL_checktype(L, 1, LUA_TTHREAD);
+    if (h->waiters_ref == LUA_NOREF) {
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        h->waiters_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, h->waiters_ref);
+    lua_pushvalue(L, 1);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    return 0;
 }
 
 /* host.signals() -> quit, paused, reload: whether a stop signal arrived, whether
@@ -243,6 +266,7 @@ static int l_host_signals(lua_State *L)
 
 const luaL_Reg host_wait_functions[] = {
     {"sleep", l_host_sleep},
+    {"allow_waits", l_host_allow_waits},
     {"wait_notify", l_host_wait_notify},
     {"subscribe_invalidations", l_host_subscribe_invalidations},
     {"subscribed", l_host_subscribed},

@@ -23,6 +23,26 @@ struct host *host_of(lua_State *L)
     return lua_touserdata(L, lua_upvalueindex(1));
 }
 
+int host_check_wait(lua_State *L)
+{
+    struct host *h = host_of(L);
+    if (L == h->co)
+        return 0;
+    if (h->waiters_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, h->waiters_ref);
+        lua_pushthread(L);
+        lua_rawget(L, -2);
+        int allowed = lua_toboolean(L, -1);
+        lua_pop(L, 2);
+        if (allowed)
+            return 0;
+    }
+    lua_pushliteral(L, "luaworker.redis, luaworker.sleep and the other calls that wait "
+                    "cannot be made inside a coroutine the handler created "
+                    "(coroutine.create/wrap): make them in the handler's own code");
+    return lua_error(L);
+}
+
 int host_yield(lua_State *L)
 {
     lua_settop(L, 0);
@@ -95,6 +115,7 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     memset(h, 0, sizeof *h);
     h->co_ref = LUA_NOREF;
     h->deferred_ref = LUA_NOREF;
+    h->waiters_ref = LUA_NOREF;
     h->config = *config;
     h->scripts = *scripts;
     memset(scripts, 0, sizeof *scripts);
@@ -208,6 +229,16 @@ static void push_config(lua_State *L, const struct host *h)
     lua_setfield(L, -2, "scripts_dir");
 }
 
+/* Prints the error the main coroutine ended with, and its traceback. */
+static int report_main_error(lua_State *L, void *data)
+{
+    struct host *h = data;
+    const char *msg = lua_tostring(h->co, -1);
+    luaL_traceback(L, h->co, msg ? msg : "(error object is not a string)", 0);
+    fprintf(stderr, "luaworker: internal error: %s\n", lua_tostring(L, -1));
+    return 0;
+}
+
 void host_resume(struct host *h, int nargs)
 {
     int status = lua_resume(h->co, nargs);
@@ -219,13 +250,75 @@ void host_resume(struct host *h, int nargs)
     if (status == 0) {
         h->exit_code = lua_isnumber(h->co, -1) ? (int)lua_tointeger(h->co, -1) : 0;
     } else {
-        const char *msg = lua_tostring(h->co, -1);
-        luaL_traceback(h->L, h->co, msg ? msg : "(error object is not a string)", 0);
-        fprintf(stderr, "luaworker: internal error: %s\n", lua_tostring(h->L, -1));
-        lua_pop(h->L, 1);
+        if (host_protected(h, report_main_error, h) != 0)
+            fprintf(stderr, "luaworker: internal error (its traceback could not be made)\n");
         h->exit_code = 70;
     }
     ev_break(h->loop, EVBREAK_ALL);
+}
+
+struct protected_call {
+    struct host *h;
+    int (*fn)(lua_State *L, void *data);
+    void *data;
+    int moved;   /* values moved to the main coroutine (host_resume_with) */
+    int resume;
+};
+
+static int protected_trampoline(lua_State *L)
+{
+    struct protected_call *c = lua_touserdata(L, 1);
+    lua_pop(L, 1);
+    int n = c->fn(L, c->data);
+    if (c->resume) {
+        lua_xmove(L, c->h->co, n);   /* no allocation that can collect garbage */
+        c->moved = n;
+    }
+    return 0;
+}
+
+/* Runs c until it succeeds. A failure is reported; it is a __gc finalizer that
+ * raised (each runs once, so the next try gets further) or a lack of memory (given
+ * up after MEMORY_TRIES). Returns 0, or -1. */
+#define MEMORY_TRIES 3
+
+static int run_protected(struct protected_call *c)
+{
+    for (int memory_failures = 0;;) {
+        int status = lua_cpcall(c->h->L, protected_trampoline, c);
+        if (status == 0)
+            return 0;
+        const char *msg = lua_tostring(c->h->L, -1);
+        fprintf(stderr, "luaworker: error while handing a result to Lua (a __gc finalizer "
+                "that raised, or no memory): %s\n", msg ? msg : "(not a string)");
+        lua_pop(c->h->L, 1);
+        if (status == LUA_ERRMEM && ++memory_failures == MEMORY_TRIES)
+            return -1;
+    }
+}
+
+void host_fail(struct host *h, const char *what)
+{
+    fprintf(stderr, "luaworker: internal error: %s\n", what);
+    h->finished = 1;
+    h->exit_code = 70;
+    ev_break(h->loop, EVBREAK_ALL);
+}
+
+int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *data)
+{
+    struct protected_call c = { h, fn, data, 0, 0 };
+    return run_protected(&c);
+}
+
+void host_resume_with(struct host *h, int (*push)(lua_State *L, void *data), void *data)
+{
+    struct protected_call c = { h, push, data, 0, 1 };
+    if (run_protected(&c) != 0) {
+        host_fail(h, "cannot hand a result to Lua");
+        return;
+    }
+    host_resume(h, c.moved);
 }
 
 int host_run(struct host *h, const struct cli *cli)

@@ -62,6 +62,8 @@ struct host {
     int send_errors;                /* host.send replies that were errors, since read */
     char send_error[600];           /* the last one */
     int deferred_ref;               /* registry: id -> result of a host.defer call */
+    int waiters_ref;                /* registry: weak set of the coroutines that may
+                                     * wait besides the main one (host.allow_waits) */
     unsigned deferred_next;         /* the next id */
     unsigned collecting;            /* the id the main coroutine waits for, 0 when none */
 
@@ -98,8 +100,22 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
 int host_run(struct host *h, const struct cli *cli);
 
 /* Resumes the main coroutine with the nargs values pushed on it. Called by the
- * loop's callbacks only. */
+ * loop's callbacks only, for values that cost no allocation (booleans); others go
+ * through host_resume_with. */
 void host_resume(struct host *h, int nargs);
+
+/* Resumes the main coroutine with the values push(L, data) pushes on L and
+ * returns the count of. push runs in a protected call on the main state: any
+ * allocation may run a __gc finalizer, and one that raises (or a lack of memory)
+ * is reported and push run again, never a panic. Called by the loop's callbacks. */
+void host_resume_with(struct host *h, int (*push)(lua_State *L, void *data), void *data);
+
+/* Ends the process's run with status 70 after an internal error (what). */
+void host_fail(struct host *h, const char *what);
+
+/* Runs fn(L, data) in a protected call on the main state (for callbacks that store
+ * values in Lua without resuming). Returns 0, or -1 after reporting the error. */
+int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *data);
 
 /* The host stored as upvalue 1 of a host function. */
 struct host *host_of(lua_State *L);
@@ -107,6 +123,13 @@ struct host *host_of(lua_State *L);
 /* Yields the calling coroutine for the loop to resume (host.WAIT is what reaches a
  * coroutine driver; see task.lua). Use as `return host_yield(L);`. */
 int host_yield(lua_State *L);
+
+/* Raises unless L may wait for the loop: the main coroutine, or
+ * a coroutine of a luaworker driver (host.allow_waits). A host function that
+ * yields calls it before it starts anything: a coroutine a handler made itself
+ * would get host.WAIT back from its own resume, and the loop would resume the
+ * main coroutine with a reply meant for it. Returns 0. */
+int host_check_wait(lua_State *L);
 
 /* The marker host_yield yields, exposed as host.WAIT. */
 extern char host_wait_marker;

@@ -4,6 +4,7 @@
 local host = require "luaworker.host"
 
 local WAIT = host.WAIT
+local allow_waits = host.allow_waits
 local co_create, co_resume, co_yield = coroutine.create, coroutine.resume, coroutine.yield
 local select, unpack, traceback = select, unpack, debug.traceback
 
@@ -46,6 +47,7 @@ function M.run(fn, ...)
         pooled = pooled - 1
     else
         co = co_create(loop)
+        allow_waits(co)
     end
     local res = pack(co_resume(co, fn, ...))
     while true do

@@ -3,8 +3,10 @@
 -- data.commandName; a string job ("job": "Class@method") uses the class and calls
 -- method (Laravel's default: fire). A handler file returns a table with
 -- handle(job, command) (or the string job's method) and optionally
--- failed(job, command, err). Loaded handlers are cached by path.
+-- failed(job, command, err). Each file runs at most once (see load_file), seeing
+-- the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
 local payload_values = require "luaworker.payload"
+local handler_env = require "luaworker.handler_env"
 
 local M = {}
 
@@ -35,26 +37,47 @@ local function file_exists(path)
     return f ~= nil
 end
 
--- The handler at path, loaded once, if it has method. Returns handler, or nil,
--- message.
-local function load_handler(path, method)
-    local handler = cache[path]
-    if not handler then
-        local chunk, err = loadfile(path)
+-- The module name require gives the file at path under the handler directory
+-- (A/B.lua -> "A.B"), or nil.
+local function module_name(path)
+    local rel = path:sub(#dir + 2):match("^(.*)%.lua$")
+    return rel and (rel:gsub("/", "."))
+end
+
+-- What the file at path returns, run once (cache[path]): a module the handlers
+-- already required is not run again, and a file that could not be loaded or raised
+-- is not run again either (its error is kept). Returns the value, or nil, message.
+local function load_file(path)
+    local loaded = cache[path]
+    if loaded then return loaded.value, loaded.error end
+    local name = module_name(path)
+    if name and package.loaded[name] ~= nil then
+        loaded = { value = package.loaded[name] }
+    else
+        local chunk, err = handler_env.loadfile(path)
         if not chunk then
-            return nil, "cannot load handler " .. err
-        end
-        local ok
-        ok, handler = pcall(chunk)
-        if not ok then
-            return nil, "handler " .. path .. " raised while loading: " .. tostring(handler)
+            loaded = { error = "cannot load handler " .. err }
+        else
+            local ok, value = pcall(chunk)
+            loaded = ok and { value = value }
+                or { error = "handler " .. path .. " raised while loading: " .. tostring(value) }
         end
     end
+    cache[path] = loaded
+    return loaded.value, loaded.error
+end
+
+-- The handler at path, if it has method. Returns handler, or nil, message.
+local function load_handler(path, method)
+    if path == dir .. "/init.lua" then
+        return nil, path .. " is the handlers' start-up file, not a job handler"
+    end
+    local handler, err = load_file(path)
+    if err then return nil, err end
     if type(handler) ~= "table" or type(handler[method]) ~= "function" then
         return nil, "handler " .. path .. " must return a table with a " .. method
             .. "(job, " .. (method == "handle" and "command" or "data") .. ") function"
     end
-    cache[path] = handler
     return handler
 end
 
@@ -140,7 +163,7 @@ end
 function M.run_init()
     local path = dir .. "/init.lua"
     if not file_exists(path) then return true end
-    local chunk, err = loadfile(path)
+    local chunk, err = handler_env.loadfile(path)
     if not chunk then return nil, "cannot load " .. err end
     chunk()
     return true

@@ -7,6 +7,7 @@ local redis = require "luaworker.redis"
 local task = require "luaworker.task"
 local events = require "luaworker.events"
 local handlers = require "luaworker.handlers"
+local handler_env = require "luaworker.handler_env"
 local output = require "luaworker.output"
 local process = require "luaworker.process"
 local reservations = require "luaworker.reservations"
@@ -158,6 +159,7 @@ local function prepare(cli, cfg)
     end
     handlers.set_dir(options.handlers)
     handlers.add_to_package_path()
+    handler_env.install()
     output.configure(options)
     -- an outage is waited out; without a job in hand, a stop signal ends the wait
     redis.wait_out_failures(function(message)
@@ -181,9 +183,10 @@ function M.run(cli, cfg)
     end
     f:close()
 
-    local ok, err, trace = task.run(handlers.run_init)
-    if not ok or not err then
-        output.error("cannot start: " .. tostring(trace or select(2, handlers.run_init())))
+    -- run_init returns true or nil, message; task.run gives false, error, traceback
+    local ok, inited, why = task.run(handlers.run_init)
+    if not ok or not inited then
+        output.error("cannot start: " .. tostring(why))
         return 1
     end
 
