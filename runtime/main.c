@@ -30,9 +30,11 @@ static const char *option_value(const struct cli *cli, const char *name)
  * and returns -1 when it cannot run, else 0. */
 static int check_work_options(const struct cli *cli)
 {
-    int processes = atoi(option_value(cli, "processes"));
-    if (processes < 1) {
-        fprintf(stderr, "luaworker: --processes=%d: expected 1 or more\n", processes);
+    const char *processes = option_value(cli, "processes");
+    long n = strtol(processes, NULL, 10);
+    if (n < 1 || n > SUPERVISOR_MAX_PROCESSES) {
+        fprintf(stderr, "luaworker: --processes=%s: expected 1 to %d\n", processes,
+                SUPERVISOR_MAX_PROCESSES);
         return -1;
     }
     const char *heartbeat = option_value(cli, "heartbeat");

@@ -305,6 +305,25 @@ describe("luaworker retry", function()
         assert.are.same(expected, cjson.decode(items[1]))
     end)
 
+    it("keeps every byte of the payload but attempts and a past retryUntil, as PHP's json_encode would", function()
+        local id = "33333333-3333-4333-8333-333333333333"
+        local text = '{"uuid":"' .. id .. '", "retryUntil" : 1000,"n":12345678901234567,"list":[],'
+            .. '"map":{"attempts":7,"s":"a \\"}\\u00e9\\/"},"f":1.0,"attempts":3 ,"z":[{"attempts":1}]}'
+        failed_record(id, { queue = "emails", payload = text })
+        local r = H.run({ "retry", id })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.same({ '{"uuid":"' .. id .. '", "retryUntil" : null,"n":12345678901234567,"list":[],'
+            .. '"map":{"attempts":7,"s":"a \\"}\\u00e9\\/"},"f":1.0,"attempts":0 ,"z":[{"attempts":1}]}' },
+            list("emails"))
+    end)
+
+    it("adds attempts 0 at the end of a payload that has none", function()
+        local id = "33333333-3333-4333-8333-333333333333"
+        failed_record(id, { queue = "emails", payload = '{"uuid":"' .. id .. '","n":1.0}' })
+        assert.are.equal(0, H.run({ "retry", id }).status)
+        assert.are.same({ '{"uuid":"' .. id .. '","n":1.0,"attempts":0}' }, list("emails"))
+    end)
+
     it("adds a notify token to the queue", function()
         local id = "33333333-3333-4333-8333-333333333333"
         failed_record(id, { queue = "emails" })
@@ -413,6 +432,22 @@ describe("luaworker flush", function()
         assert.are.equal(0, r.status)
         assert.are.equal("All failed jobs deleted successfully!\n", r.stdout)
         assert.are.equal(0, H.r("EXISTS", INDEX, INDEX .. ":a", INDEX .. ":b"))
+    end)
+
+    it("leaves no record the index does not name while jobs fail meanwhile", function()
+        for i = 1, 1200 do failed_record("old" .. i) end
+        -- a stream of failures while it runs: each record with its index entry
+        local writer = io.popen(string.format("for i in $(seq 1 400); do redis-cli -p %d HSET %s:new$i "
+            .. "payload x >/dev/null; redis-cli -p %d ZADD %s 1 new$i >/dev/null; done", H.port, INDEX,
+            H.port, INDEX))
+        local r = H.run({ "flush" })
+        writer:close()
+        assert.are.equal(0, r.status, r.stderr)
+        local records = H.r("KEYS", INDEX .. ":*")
+        for _, key in ipairs(records) do
+            assert.is_not_nil(H.r("ZSCORE", INDEX, key:sub(#INDEX + 2)), key .. " is not in the index")
+        end
+        assert.are.equal(0, #H.r("KEYS", INDEX .. ":old*"))
     end)
 end)
 

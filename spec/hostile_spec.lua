@@ -130,3 +130,29 @@ describe("luaworker work on hostile payloads", function()
         assert.are.equal(0, worker:wait(10))
     end)
 end)
+
+describe("luaworker on payload values with control characters", function()
+    local FORGED = "App\\Jobs\\Evil\n[2026-01-01 00:00:00][x] Processed:  App\\Jobs\\Forged\27]0;owned\7"
+
+    before_each(function() H.flush() end)
+
+    it("escapes them in its console lines, its error lines and the failed table", function()
+        local p = H.payload({ displayName = FORGED, id = "id\r\nwith\27[31mnewline", maxTries = 1 })
+        p.data.commandName = FORGED
+        H.push(p)
+        local r = H.run({ "work", "--handlers=" .. H.handlers({}), "--stop-when-empty", "--no-watch",
+            "--sleep=0.05" })
+        assert.are.equal(0, r.status, r.stderr)
+        local out = r.stdout .. r.stderr
+        assert.is_nil(out:find("\27", 1, true))
+        assert.is_nil(out:find("\r", 1, true))
+        assert.is_nil(out:find("\n[2026-01-01", 1, true))
+        assert.matches("][id\\x0d\\x0awith\\x1b[31mnewline] Processing: App\\Jobs\\Evil\\x0a[2026-01-01 "
+            .. "00:00:00][x] Processed:  App\\Jobs\\Forged\\x1b]0;owned\\x07\n", r.stdout, 1, true)
+        local failed = H.run({ "failed" })
+        assert.are.equal(0, failed.status)
+        assert.is_nil(failed.stdout:find("\27", 1, true))
+        assert.matches("| App\\Jobs\\Evil\\x0a[2026-01-01 00:00:00][x] Processed:  App\\Jobs\\Forged"
+            .. "\\x1b]0;owned\\x07 |", failed.stdout, 1, true)
+    end)
+end)

@@ -118,8 +118,9 @@ describe("luaworker work's supervisor", function()
         assert.are_not.equal(runs[1].client, runs[2].client)
         assert.matches("worker 1 %(pid " .. first .. "%) was killed by signal 9", w:stderr())
         -- its successor names the job it had started
-        assert.matches("%[" .. p.id .. "%] worker [^ ]+:" .. first .. ":%w+ died while App\\Jobs\\Spec "
-            .. "%(attempt 1%) ran: it stays reserved until retry_after, by Laravel's rules", w:stderr())
+        assert.matches("%[" .. p.id .. "%] App\\Jobs\\Spec %(attempt 1%) was running when its worker "
+            .. "died %(killed by signal 9 %(Killed%)%); it stays reserved until retry_after, by "
+            .. "Laravel's rules", w:stderr())
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)

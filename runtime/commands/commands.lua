@@ -5,6 +5,7 @@ local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
 local dispatch = require "luaworker.dispatch"
+local text = require("luaworker.output").text
 
 local M = {}
 
@@ -44,8 +45,9 @@ function M.failed()
     end
     local rows = { { "ID", "Connection", "Queue", "Class", "Failed At" } }
     for _, r in ipairs(records) do
-        rows[#rows + 1] = { r.id, r.connection or "", r.queue or "", class_of(r.payload or ""),
-            r.failed_at or "" }
+        -- payload values: their control characters escaped (output.text)
+        rows[#rows + 1] = { text(r.id), text(r.connection or ""), text(r.queue or ""),
+            text(class_of(r.payload or "")), text(r.failed_at or "") }
     end
     local widths = {}
     for _, row in ipairs(rows) do

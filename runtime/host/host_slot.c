@@ -38,9 +38,10 @@ static int l_host_identity(lua_State *L)
     return 1;
 }
 
-/* host.predecessor() -> id, job, timeout of the worker this one replaces, when it
- * ended without giving back its jobs (job: the number of the job it was killed for
- * running past its timeout, 0 when it was not); nil when there is none. */
+/* host.predecessor() -> id, job, timeout, death of the worker this one replaces,
+ * when it ended without giving back its jobs; nil when there is none. job: the
+ * number of the job it ran when it was killed for running past its timeout
+ * (timeout: that timeout) or crashed (death: how it ended), 0 when none. */
 static int l_host_predecessor(lua_State *L)
 {
     struct slot *s = host_of(L)->slot;
@@ -52,7 +53,11 @@ static int l_host_predecessor(lua_State *L)
     lua_pushstring(L, id);
     lua_pushnumber(L, (lua_Number)s->predecessor_job);
     lua_pushnumber(L, s->predecessor_timeout);
-    return 3;
+    char death[sizeof s->predecessor_death];
+    memcpy(death, s->predecessor_death, sizeof death);
+    death[sizeof death - 1] = '\0';
+    lua_pushstring(L, death);
+    return 4;
 }
 
 /* host.report_ready(): the handlers are loaded (a worker that ends before this

@@ -266,13 +266,23 @@ function M.forget(id)
     return removed + deleted > 0
 end
 
+-- Deletes the failed records the index lists when it starts (FLUSH_BATCH at a time,
+-- each batch in one step: scripts/flush.lua); records failed meanwhile stay whole.
+-- Returns how many it deleted.
+local FLUSH_BATCH = 500
+
 function M.flush()
-    local ids = redis.call("queue", "ZRANGE", M.failed_index_key(), 0, -1)
-    for _, id in ipairs(ids) do
-        redis.call("queue", "DEL", M.failed_record_key(id))
+    local index = M.failed_index_key()
+    local left, deleted = redis.call("queue", "ZCARD", index), 0
+    while left > 0 do
+        local ids = redis.call("queue", "ZRANGE", index, 0, math.min(left, FLUSH_BATCH) - 1)
+        if #ids == 0 then break end
+        local keys = { index }
+        for i, id in ipairs(ids) do keys[i + 1] = M.failed_record_key(id) end
+        deleted = deleted + redis.script("queue", "flush", keys, ids)
+        left = left - #ids
     end
-    redis.call("queue", "DEL", M.failed_index_key())
-    return #ids
+    return deleted
 end
 
 return M

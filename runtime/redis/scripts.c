@@ -15,7 +15,7 @@
 
 const char *const scripts_required[] = {
     "push", "later", "pop", "release", "migrate", "size", "clear", "fail", "retry", "next_due",
-    "give_back",
+    "give_back", "flush",
     NULL,
 };
 

@@ -4,11 +4,11 @@
  * slot carries only what the supervisor needs: whether the worker got ready, which
  * job it runs and since when (for timeouts, read every SUPERVISOR_POLL seconds, so
  * a job costs no system call), why it stopped, and, for the worker that replaces
- * it, its id and the job it was killed for. Uses nothing else.
+ * it, its id and the job it ran when it was killed or crashed. Uses nothing else.
  *
  * Who writes what, and when:
  *   supervisor, before it starts a worker: predecessor, predecessor_job,
- *     predecessor_timeout; it zeroes the worker's part.
+ *     predecessor_timeout, predecessor_death; it zeroes the worker's part.
  *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
  *     job fields (a sequence lock) as jobs start and end and while it waits for
  *     Redis; reason just before it exits. */
@@ -26,9 +26,13 @@ struct slot {
     /* written by the supervisor before the worker starts */
     char predecessor[SLOT_ID_MAX];   /* the worker this one replaces, when that one ended
                                       * without giving back its jobs; "" otherwise */
-    uint64_t predecessor_job;        /* the number of the job it was killed for running
-                                      * past its timeout; 0 when it was not */
-    uint32_t predecessor_timeout;    /* that job's timeout, in seconds */
+    uint64_t predecessor_job;        /* the number of the job it ran when it ended:
+                                      * killed for running past its timeout, or a
+                                      * crash; 0 when none */
+    uint32_t predecessor_timeout;    /* that job's timeout in seconds, when it was
+                                      * killed for it; 0 for a crash */
+    char predecessor_death[64];      /* how it ended ("killed by signal 11 ..."),
+                                      * for a crash */
     /* written by the worker */
     char id[SLOT_ID_MAX];            /* its id, as its jobs are recorded in Redis */
     _Atomic uint32_t ready;          /* its handlers are loaded */

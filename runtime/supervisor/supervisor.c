@@ -18,7 +18,9 @@
 #include "supervisor/slot.h"
 
 /* A worker that ends before it reported ready failed to start; the next start
- * then waits, 1 s doubling up to RESPAWN_MAX seconds. */
+ * then waits, 1 s doubling up to RESPAWN_MAX seconds. So does the start after a
+ * second crash in a row (a worker that dies within RESPAWN_MAX s of its start);
+ * the first is replaced at once. */
 #define RESPAWN_MAX 30.0
 
 struct supervisor;
@@ -31,6 +33,7 @@ struct worker {
     ev_timer respawn;        /* delays a start after failures */
     double started;          /* ev_now() of the start */
     double backoff;          /* seconds before the next start after a failed one */
+    int crashes;             /* crashes in a row, each within RESPAWN_MAX s of its start */
     struct slot *slot;       /* shared with the process */
     int slot_fd;
     int timed_out;           /* killed for its job's timeout */
@@ -46,6 +49,9 @@ struct supervisor {
     struct worker *workers;
     ev_signal signals[SIGNALS_COUNT];
     ev_timer poll;           /* reads the slots, for jobs past their timeout */
+    ev_idle starting;        /* starts the workers, a few per loop iteration */
+    int started;             /* how many it started */
+    int paused;              /* USR2 came and CONT has not: new workers start paused */
     struct handler_watch *watch;
     int stopping;
     int exit_code;
@@ -116,14 +122,27 @@ static int reason_stops_all(const char *reason)
 
 static void stop_all(struct supervisor *s, int sig);
 
+/* How a process ended, for messages: "killed by signal 11 (Segmentation fault)". */
+static void describe_end(int status, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, outlen, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(out, outlen, "exited with status %d", WEXITSTATUS(status));
+}
+
 /* Tells the next worker of w's slot whom it replaces: the worker that just ended
- * without giving back its jobs (and the job it was killed for), or nobody. */
-static void name_predecessor(struct worker *w, int clean)
+ * without giving back its jobs, and the job it ran (killed for its timeout, or a
+ * crash: how it ended), or nobody. */
+static void name_predecessor(struct worker *w, int clean, int status)
 {
     struct slot *sl = w->slot;
+    struct slot_job running;
     sl->predecessor[0] = '\0';
     sl->predecessor_job = 0;
     sl->predecessor_timeout = 0;
+    sl->predecessor_death[0] = '\0';
     if (clean || !sl->id[0])
         return;
     memcpy(sl->predecessor, sl->id, sizeof sl->predecessor);
@@ -131,6 +150,9 @@ static void name_predecessor(struct worker *w, int clean)
     if (w->timed_out) {
         sl->predecessor_job = w->killed.job;
         sl->predecessor_timeout = w->killed.timeout;
+    } else if (slot_read_job(sl, &running) == 0 && running.job) {
+        sl->predecessor_job = running.job;
+        describe_end(status, sl->predecessor_death, sizeof sl->predecessor_death);
     }
 }
 
@@ -144,13 +166,16 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     pid_t pid = w->pid;
     w->pid = 0;
 
-    int clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12);
-    int timed_out = w->timed_out;
     char reason[sizeof w->slot->reason];
     memcpy(reason, w->slot->reason, sizeof reason);
     reason[sizeof reason - 1] = '\0';
+    /* a worker that stops says why first: an exit without a reason (os.exit in a
+     * handler) is a crash, whatever its status */
+    int clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12)
+                && reason[0];
+    int timed_out = w->timed_out;
     int ready = atomic_load(&w->slot->ready) != 0;
-    name_predecessor(w, clean);
+    name_predecessor(w, clean, status);
     w->timed_out = 0;
     if (!clean && s->stopping && w->slot->predecessor[0])
         say("worker %d (pid %d) ended without giving back its jobs and no worker replaces it: "
@@ -163,11 +188,11 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     }
 
     if (!clean) {
-        if (WIFSIGNALED(status))
-            say("worker %d (pid %d) was killed by signal %d (%s)", w->index, (int)pid,
-                WTERMSIG(status), strsignal(WTERMSIG(status)));
-        else
-            say("worker %d (pid %d) exited with status %d", w->index, (int)pid, WEXITSTATUS(status));
+        char end[64];
+        describe_end(status, end, sizeof end);
+        say("worker %d (pid %d) %s%s%s", w->index, (int)pid, WIFSIGNALED(status) ? "was " : "", end,
+            WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without saying why it stopped "
+            "(os.exit in a handler?)" : "");
     }
     if (s->stopping) {
         w->done = 1;
@@ -187,12 +212,21 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
         if (hungry)
             say("worker %d reached --memory %.1fs after its start: the limit is below what a "
                 "fresh worker needs", w->index, lived);
-        if ((!clean && !ready) || hungry) {
+        /* crashes in a row: each sooner than RESPAWN_MAX seconds after its start */
+        int crashed = !clean && ready;
+        if (!crashed || lived >= RESPAWN_MAX) {
+            w->crashes = 0;
+            if (crashed)
+                w->backoff = 0;
+        }
+        if (crashed)
+            w->crashes++;
+        if ((!clean && !ready) || hungry || w->crashes > 1) {
             w->backoff = w->backoff > 0 ? w->backoff * 2 : 1;
             if (w->backoff > RESPAWN_MAX)
                 w->backoff = RESPAWN_MAX;
             say("worker %d ended %.1fs after its start%s; starting it again in %.0fs", w->index,
-                lived, hungry ? "" : ", before it was ready", w->backoff);
+                lived, crashed ? ", again" : hungry ? "" : ", before it was ready", w->backoff);
             ev_timer_set(&w->respawn, w->backoff, 0.);
             ev_timer_start(loop, &w->respawn);
         } else {
@@ -238,6 +272,9 @@ static void spawn(struct worker *w)
     }
     w->pid = pid;
     w->started = ev_now(s->loop);
+    /* held until the worker has its handlers (signals blocked), like any signal */
+    if (s->paused)
+        kill(pid, SIGUSR2);
     ev_child_init(&w->child, on_child, pid, 0);
     w->child.data = w;
     ev_child_start(s->loop, &w->child);
@@ -286,6 +323,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
     switch (sig->signum) {
     case SIGUSR2:
     case SIGCONT:
+        s->paused = sig->signum == SIGUSR2;
         for (int i = 0; i < s->nworkers; i++)
             if (s->workers[i].pid)
                 kill(s->workers[i].pid, sig->signum);
@@ -298,6 +336,20 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
         if (!s->stopping)
             stop_all(s, SIGTERM);
     }
+}
+
+/* Starts the workers STARTS_PER_ITERATION at a time, so that a signal is handled
+ * between them. */
+#define STARTS_PER_ITERATION 8
+
+static void on_starting(struct ev_loop *loop, ev_idle *idle, int revents)
+{
+    (void)revents;
+    struct supervisor *s = idle->data;
+    for (int k = 0; k < STARTS_PER_ITERATION && s->started < s->nworkers && !s->stopping; k++)
+        spawn(&s->workers[s->started++]);
+    if (s->started == s->nworkers || s->stopping)
+        ev_idle_stop(loop, idle);
 }
 
 static void free_workers(struct supervisor *s)
@@ -352,8 +404,10 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
         struct worker *w = &s.workers[i];
         ev_timer_init(&w->respawn, on_respawn, 0., 0.);
         w->respawn.data = w;
-        spawn(w);
     }
+    ev_idle_init(&s.starting, on_starting);
+    s.starting.data = &s;
+    ev_idle_start(s.loop, &s.starting);
     ev_timer_init(&s.poll, on_poll, SUPERVISOR_POLL, SUPERVISOR_POLL);
     s.poll.data = &s;
     ev_timer_start(s.loop, &s.poll);

@@ -7,6 +7,7 @@
 -- the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
 local payload_values = require "luaworker.payload"
 local handler_env = require "luaworker.handler_env"
+local output = require "luaworker.output"
 
 local M = {}
 
@@ -92,9 +93,7 @@ local function safe_class(class)
     return true
 end
 
-local function printable(class)
-    return (class:gsub("%z", "\\0"))
-end
+local printable = output.text
 
 -- Is the payload a string job ("job" other than CallQueuedHandler@call)?
 function M.is_string_job(payload)
@@ -136,7 +135,7 @@ local function resolve(payload)
             if not handler then return nil, err end
             return handler, method, path
         else
-            tried[#tried + 1] = path
+            tried[#tried + 1] = printable(path)
         end
     end
     local why = {}

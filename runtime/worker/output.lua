@@ -35,6 +35,17 @@ local function write_json(fields)
     io.stdout:flush()
 end
 
+-- s (any value) with its control characters as \xNN (C0 and DEL; C1 as \u00NN):
+-- payload values (displayName, id, uuid) cannot split or forge a log line, nor
+-- send an escape sequence to the operator's terminal.
+function M.text(s)
+    s = tostring(s)
+    if not s:find("[%z\1-\31\127\194]") then return s end
+    s = s:gsub("[%z\1-\31\127]", function(c) return string.format("\\x%02x", c:byte()) end)
+    s = s:gsub("\194([\128-\159])", function(c) return string.format("\\u%04x", c:byte()) end)
+    return s
+end
+
 local LEVEL = { starting = "info", success = "info" }
 
 -- status: "starting", "success", "released_after_exception" or "failed".
@@ -68,8 +79,8 @@ function M.job(status, job, exception, duration)
     elseif status == "success" then label = "Processed: "
     elseif status == "failed" then label = "Failed:    "
     else return end
-    io.stdout:write(table.concat({ "[", now_text(), "][", tostring(job:id()), "] ", label, " ",
-        tostring(job:name()), "\n" }))
+    io.stdout:write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
+        M.text(job:name()), "\n" }))
     io.stdout:flush()
 end
 
@@ -77,7 +88,7 @@ end
 -- each job line) is one write, so the lines of worker processes sharing the stream
 -- do not tear into each other.
 function M.error(message, job)
-    local where = job and ("[" .. tostring(job:id()) .. "] ") or " "
+    local where = job and ("[" .. M.text(job:id()) .. "] ") or " "
     io.stderr:write("[" .. now_text() .. "]" .. where .. message .. "\n")
     io.stderr:flush()
 end

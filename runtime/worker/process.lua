@@ -107,9 +107,9 @@ local function handle_job_exception(job, exc, started)
         events.fire_safely("released_after_exception", job, exc, { backoff = delay })
         output.job("released_after_exception", job, exc, host.clock() - started)
         output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
-            tostring(job:name()), job:attempts(), delay, exc.text), job)
+            output.text(job:name()), job:attempts(), delay, exc.text), job)
     else
-        output.error(string.format("%s (attempt %d) %s: %s", tostring(job:name()), job:attempts(),
+        output.error(string.format("%s (attempt %d) %s: %s", output.text(job:name()), job:attempts(),
             exc.class == failing.MAX_ATTEMPTS_EXCEPTION and "failed" or "raised", exc.text), job)
     end
 end
@@ -141,7 +141,7 @@ function M.process(job)
         local handled, herr, htrace = task.run(handle_job_exception, job,
             failing.exception_info(err, trace), started)
         if not handled then
-            output.error("while handling the error of " .. tostring(job:name()) .. ": "
+            output.error("while handling the error of " .. output.text(job:name()) .. ": "
                 .. tostring(redis.is_error(herr) and herr.message or htrace), job)
         end
     end
@@ -162,12 +162,30 @@ function M.handle_timed_out_job(job, timeout)
     end)
     events.fire_safely("timed_out", job, exc, { timeout = timeout })
     if not ok then
-        output.error("while handling the timeout of " .. tostring(job:name()) .. ": "
+        output.error("while handling the timeout of " .. output.text(job:name()) .. ": "
             .. tostring(redis.is_error(err) and err.message or trace), job)
     end
     output.error(string.format("%s (attempt %d) ran past its timeout of %ds; its process was ended%s",
-        tostring(job:name()), job:attempts(), timeout,
+        output.text(job:name()), job:attempts(), timeout,
         job:has_failed() and "; failed" or ", and it stays reserved until retry_after"), job)
+end
+
+-- A job whose process died while it ran (a crash, os.exit in its handler, a kill
+-- that was not for its timeout). Laravel's worker would find it reserved and pop it
+-- again after retry_after, failing it then when its attempts are used up: that is
+-- done now (when this was its last attempt, or its retryUntil passed); otherwise it
+-- stays reserved. death: how the process ended.
+function M.handle_crashed_job(job, death)
+    local exc = failing.exception_info(failing.max_attempts_exception(job), "")
+    local ok, err, trace = task.run(fail_if_will_exceed_max_attempts, job, exc)
+    if not ok then
+        output.error("while handling the death of the worker running " .. output.text(job:name())
+            .. ": " .. tostring(redis.is_error(err) and err.message or trace), job)
+    end
+    output.error(string.format("%s (attempt %d) was running when its worker died (%s)%s",
+        output.text(job:name()), job:attempts(), death,
+        job:has_failed() and "; its last attempt: failed"
+            or "; it stays reserved until retry_after, by Laravel's rules"), job)
 end
 
 return M

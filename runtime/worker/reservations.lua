@@ -283,7 +283,7 @@ function M.start(job)
     if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
     output.error(string.format("%s (attempt %d) left this worker's hands while it could not reach "
         .. "Redis (given back, or its reservation expired): it runs elsewhere, not here",
-        tostring(job:name()), job:attempts()), job)
+        output.text(job:name()), job:attempts()), job)
     return false
 end
 
@@ -303,22 +303,23 @@ end
 -- Logs the job a dead worker had started and not finished: it stays reserved.
 local function report_running(worker, job)
     output.error(string.format("worker %s died while %s (attempt %d) ran: it stays reserved "
-        .. "until retry_after, by Laravel's rules", worker, tostring(job:name()), job:attempts()), job)
+        .. "until retry_after, by Laravel's rules", worker, output.text(job:name()), job:attempts()), job)
 end
 
 -- What the worker this one replaces left, when it died without giving back its jobs:
--- the jobs it had not started go back at once. Returns the job it was killed for
--- running past its timeout (as its supervisor says), with that timeout; nil when it
--- was not. Raises what Redis raises.
+-- the jobs it had not started go back at once. Returns the job it ran when it was
+-- killed for running past its timeout or crashed (as its supervisor says), with that
+-- timeout (0 for a crash) and how it ended ("killed by signal 11 ..."); nil when
+-- none. Raises what Redis raises.
 function M.take_over()
-    local predecessor, timed_out, timeout = host.predecessor()
+    local predecessor, running_number, timeout, death = host.predecessor()
     if not predecessor then return nil end
-    local given, killed = 0, nil
+    local given, ended = 0, nil
     for _, q in ipairs(settings.queues) do
         local n, running = queue.give_back(q, predecessor, "killed")
         given = given + n
-        if running and running.number == timed_out then
-            killed = job_of(q, running.payload, running.reserved)
+        if running and running.number == running_number then
+            ended = job_of(q, running.payload, running.reserved)
         elseif running then
             report_running(predecessor, job_of(q, running.payload, running.reserved))
         end
@@ -327,7 +328,7 @@ function M.take_over()
         output.error(string.format("worker %s ended without giving back its jobs: %d it had not "
             .. "started went back to the queue", predecessor, given))
     end
-    return killed, timeout
+    return ended, timeout, death
 end
 
 -- Every TTL/2: gives back the jobs not started of each worker of these queues whose

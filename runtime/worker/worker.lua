@@ -129,14 +129,16 @@ local function run(job)
 end
 
 -- What the worker this one replaces left: its jobs not started go back, and the job
--- it was killed for gets Laravel's timeout rules.
+-- it ran gets Laravel's rules for a job killed for its timeout, or whose worker died.
 local function take_over()
-    local ok, killed, timeout = task.run(reservations.take_over)
+    local ok, ended, timeout, death = task.run(reservations.take_over)
     if not ok then
         output.error("could not settle what the previous worker left: "
-            .. tostring(redis.is_error(killed) and killed.message or killed))
-    elseif killed then
-        process.handle_timed_out_job(killed, timeout)
+            .. tostring(redis.is_error(ended) and ended.message or ended))
+    elseif ended and timeout > 0 then
+        process.handle_timed_out_job(ended, timeout)
+    elseif ended then
+        process.handle_crashed_job(ended, death)
     end
 end
 

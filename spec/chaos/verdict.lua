@@ -47,9 +47,17 @@ M.EXPECTED_LINES = {
     -- a job a worker held while Redis restarted, given back meanwhile: not run by it
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) left this worker's hands while it could "
         .. "not reach Redis %(given back, or its reservation expired%): it runs elsewhere, not here$",
-    -- the job a killed worker had started: it stays reserved
+    -- the job a killed worker had started: it stays reserved (its successor knows it
+    -- from the supervisor; a worker that found the heartbeat gone from Redis), or
+    -- fails when that was its last attempt
     "^%[[^%]]+%]%[%w+%] worker [^ ]+ died while App\\Jobs\\Chaos %(attempt %d+%) ran: it stays "
         .. "reserved until retry_after, by Laravel's rules$",
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) was running when its worker died "
+        .. "%(killed by signal 9 %(Killed%)%); it stays reserved until retry_after, by Laravel's rules$",
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) was running when its worker died "
+        .. "%(killed by signal 9 %(Killed%)%); its last attempt: failed$",
+    -- a worker killed twice in a row within 30 s of its start
+    "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, again; starting it again in %d+s$",
 }
 
 local function expected_line(line)
@@ -72,6 +80,9 @@ function M.check_logs(logs, killed, problem)
     for _, s in ipairs(logs) do
         for line in s.text:gmatch("[^\n]+") do
             local job, attempt = line:match("^%[[^%]]+%]%[(%w+)%] worker [^ ]+ died while [^ ]+ %(attempt (%d+)%)")
+            if not job then
+                job, attempt = line:match("^%[[^%]]+%]%[(%w+)%] [^ ]+ %(attempt (%d+)%) was running when its worker died")
+            end
             if job then
                 started[job] = started[job] or {}
                 started[job][tonumber(attempt)] = true
