@@ -76,6 +76,13 @@ function M.redis(...)
     if why then
         error("luaworker.redis: " .. name .. " is not allowed: it " .. why, 2)
     end
+    for i = 2, select("#", ...) do
+        local t = type((select(i, ...)))
+        if t ~= "string" and t ~= "number" then
+            error(string.format("luaworker.redis(%s, ...): argument %d is %s: expected a string "
+                .. "or a number", name, i, t), 2)
+        end
+    end
     return redis.call_once("queue", REDIS_WAIT, ...)
 end
 

@@ -71,7 +71,7 @@ end
 
 function M.retry(cli)
     local ids = cli.args
-    if #ids == 1 and ids[1] == "all" then
+    if #ids == 1 and ids[1] == "all" and cli.literal_from ~= 1 then
         ids = {}
         for _, r in ipairs(queue.failed_records()) do
             if not cli.options.queue or r.queue == cli.options.queue then ids[#ids + 1] = r.id end
@@ -111,9 +111,26 @@ function M.flush()
     return 0
 end
 
+-- Whether s is a PHP class name: identifiers joined by backslashes (one may lead).
+local IDENTIFIER = "^[%a_\128-\255][%w_\128-\255]*$"
+local function php_class_name(s)
+    s = s:gsub("^\\", "")
+    if s == "" then return false end
+    for segment in (s .. "\\"):gmatch("(.-)\\") do
+        if not segment:match(IDENTIFIER) then return false end
+    end
+    return true
+end
+
 function M.push(cli, config)
     local name, data_text = cli.args[1], cli.args[2]
     local o = cli.options
+    local class, method = name:match("^(.*)@(.*)$")
+    if not php_class_name(class or name) or (method and not method:match(IDENTIFIER)) then
+        complain("push: '", text(name), "' is not a job class: expected a PHP class name such as "
+            .. "App\\Jobs\\SendEmail, or Class@method for a string job")
+        return 2
+    end
     local data = {}
     if data_text then
         local ok, decoded = pcall(cjson.decode, data_text)

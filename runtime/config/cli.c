@@ -92,7 +92,10 @@ static int check_value(const struct cli_option *o, const char *v, char *err, siz
     switch (o->type) {
     case CLI_FLAG:
     case CLI_STRING:
-        return 0;
+        if (*v)
+            return 0;
+        snprintf(err, errlen, "--%s=: expected a value", o->name);
+        return -1;
     case CLI_UINT:
         errno = 0;
         if (isdigit((unsigned char)*v)) {
@@ -135,6 +138,7 @@ static int check_value(const struct cli_option *o, const char *v, char *err, siz
 int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
+    out->literal_from = -1;
     int i = 1;
     if (i >= argc || strcmp(argv[i], "help") == 0 || strcmp(argv[i], "--help") == 0 ||
         strcmp(argv[i], "-h") == 0) {
@@ -163,6 +167,12 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
             out->args[out->nargs++] = a;
             if (strcmp(c->name, "lua") == 0)
                 rest_are_args = 1;
+            continue;
+        }
+        /* `--` ends the options: an id such as `-h` or a class after it is an argument */
+        if (strcmp(a, "--") == 0 && !rest_are_args) {
+            rest_are_args = 1;
+            out->literal_from = out->nargs;
             continue;
         }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

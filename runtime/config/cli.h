@@ -37,6 +37,9 @@ struct cli {
     const struct cli_command *command;
     const char *args[CLI_MAX_ARGS];
     int nargs;
+    int literal_from;                     /* args from this index came after `--` (as
+                                           * given: never a keyword such as `all`);
+                                           * -1 when there was no `--` */
     const char *values[CLI_MAX_OPTIONS];  /* by option index; NULL = not given */
     int help;                             /* --help or `help` was asked for */
 };

@@ -22,6 +22,9 @@ static const char *env_lookup(const char *name, void *data)
     return getenv(name);
 }
 
+/* The largest .env file read (a real one is a few kB; /dev/zero never ends). */
+#define ENV_FILE_MAX (1024 * 1024)
+
 static int load_env_file(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -33,6 +36,11 @@ static int load_env_file(const char *path, char *err, size_t errlen)
     size_t len = 0, cap = 0;
     int rc = -1;
     for (;;) {
+        if (len > ENV_FILE_MAX) {
+            snprintf(err, errlen, "--env-file=%s: larger than %d bytes: expected a Laravel .env file",
+                     path, ENV_FILE_MAX);
+            goto out;
+        }
         if (len + 4096 > cap) {
             cap = cap ? cap * 2 : 8192;
             char *t = realloc(text, cap);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,7 +112,19 @@ static int l_host_rss_mb(lua_State *L)
     return 1;
 }
 
+/* host.file_kind(path) -> "file", "directory", "other" (a FIFO, a device...), or
+ * nil when there is nothing there: opening a FIFO would block the worker. */
+static int l_host_file_kind(lua_State *L)
+{
+    struct stat st;
+    if (stat(luaL_checkstring(L, 1), &st) != 0)
+        return 0;
+    lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory" : "other");
+    return 1;
+}
+
 const luaL_Reg host_system_functions[] = {
+    {"file_kind", l_host_file_kind},
     {"now", l_host_now},
     {"clock", l_host_clock},
     {"microtime", l_host_microtime},

@@ -158,13 +158,18 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     return 0;
 }
 
-/* Pushes the parsed command line as {command=, args={...}, options={...}}; option
- * names use '_' for '-', flags are booleans, numbers are numbers. */
+/* Pushes the parsed command line as {command=, args={...}, literal_from=,
+ * options={...}}; option names use '_' for '-', flags are booleans, numbers are
+ * numbers; literal_from: the 1-based index of the first argument after `--`. */
 static void push_cli(lua_State *L, const struct cli *cli)
 {
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 4);
     lua_pushstring(L, cli->command->name);
     lua_setfield(L, -2, "command");
+    if (cli->literal_from >= 0) {
+        lua_pushinteger(L, cli->literal_from + 1);
+        lua_setfield(L, -2, "literal_from");
+    }
     lua_createtable(L, cli->nargs, 0);
     for (int i = 0; i < cli->nargs; i++) {
         lua_pushstring(L, cli->args[i]);

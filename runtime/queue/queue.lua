@@ -266,21 +266,21 @@ function M.forget(id)
     return removed + deleted > 0
 end
 
--- Deletes the failed records the index lists when it starts (FLUSH_BATCH at a time,
--- each batch in one step: scripts/flush.lua); records failed meanwhile stay whole.
+-- Deletes the failed records the index lists when it starts, FLUSH_BATCH at a time,
+-- each batch in one step (scripts/flush.lua): records failed meanwhile stay whole.
 -- Returns how many it deleted.
 local FLUSH_BATCH = 500
 
 function M.flush()
     local index = M.failed_index_key()
-    local left, deleted = redis.call("queue", "ZCARD", index), 0
-    while left > 0 do
-        local ids = redis.call("queue", "ZRANGE", index, 0, math.min(left, FLUSH_BATCH) - 1)
-        if #ids == 0 then break end
-        local keys = { index }
-        for i, id in ipairs(ids) do keys[i + 1] = M.failed_record_key(id) end
-        deleted = deleted + redis.script("queue", "flush", keys, ids)
-        left = left - #ids
+    local ids, deleted = redis.call("queue", "ZRANGE", index, 0, -1), 0
+    for first = 1, #ids, FLUSH_BATCH do
+        local keys, batch = { index }, {}
+        for i = first, math.min(#ids, first + FLUSH_BATCH - 1) do
+            batch[#batch + 1] = ids[i]
+            keys[#keys + 1] = M.failed_record_key(ids[i])
+        end
+        deleted = deleted + redis.script("queue", "flush", keys, batch)
     end
     return deleted
 end

@@ -62,6 +62,25 @@ function M.wait_out_failures(outage, back, stop)
     on_outage, on_back, interrupted = outage, back, stop
 end
 
+-- Whether a failure lasts until someone changes something (an ACL, a password, a
+-- database number): Redis refused the command, or the connection's set-up (AUTH,
+-- SELECT, SCRIPT LOAD: "Redis at <where> refused <what>: <error>"), for a reason
+-- that is not a passing state.
+function M.is_refusal(message, kind)
+    local code
+    if kind == "reply" then
+        code = message:match("^%u+")
+    elseif kind == "unreachable" then
+        code = message:match("^Redis at %S+ refused [^:]+: (%u+)")
+    end
+    return code ~= nil and not PASSING[code]
+end
+
+-- Whether an outage is under way: a transient failure was the last word of Redis.
+function M.in_outage()
+    return in_outage
+end
+
 -- Notes a transient failure seen elsewhere (a wait for a job, a pop whose
 -- connection was lost) as an outage: reported once, and its end when the next
 -- command succeeds. Returns whether err was such a failure.

@@ -170,9 +170,12 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
     memcpy(reason, w->slot->reason, sizeof reason);
     reason[sizeof reason - 1] = '\0';
     /* a worker that stops says why first: an exit without a reason (os.exit in a
-     * handler) is a crash, whatever its status */
-    int clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12)
-                && reason[0];
+     * handler) is a crash, whatever its status; status 1 is a run meant to end
+     * (--stop-when-empty) that gave up on Redis */
+    int unreachable = strcmp(reason, "unreachable") == 0;
+    int clean = WIFEXITED(status) && reason[0] &&
+                (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 12 ||
+                 (WEXITSTATUS(status) == 1 && unreachable));
     int timed_out = w->timed_out;
     int ready = atomic_load(&w->slot->ready) != 0;
     name_predecessor(w, clean, status);
@@ -198,6 +201,10 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
         w->done = 1;
     } else if (clean && strcmp(reason, "empty") == 0) {
         w->done = 1;
+    } else if (clean && unreachable) {
+        w->done = 1;
+        s->exit_code = 1;
+        stop_all(s, SIGTERM);
     } else if (clean && reason_stops_all(reason)) {
         w->done = 1;
         stop_all(s, SIGTERM);

@@ -69,7 +69,7 @@ function M.fire_safely(name, job, exc, extra)
     if not listeners[name] then return true end
     local ok, result, trace = task.run(M.fire, name, job, exc, extra)
     if not ok then
-        output.error("error in a " .. name .. " hook: " .. trace, job)
+        output.error("error in the " .. name .. " hook: " .. trace, job)
         return true
     end
     return result

@@ -8,7 +8,8 @@
 --     handlers keep their state in locals and modules; _G is this environment;
 --   - a __gc finalizer set through newproxy, ffi.gc or ffi.metatype runs protected:
 --     its error is logged, never raised in the code the collector interrupted
---     (the worker's own, or another job's).
+--     (the worker's own, or another job's);
+--   - print writes each line at once, on stderr with --json (output.print).
 -- It guards against mistakes; it is not a sandbox. Handlers are trusted code:
 -- rawset, setfenv, getmetatable(""), debug and the FFI reach everything.
 local output = require "luaworker.output"
@@ -67,6 +68,7 @@ for _, name in ipairs(LIBRARIES) do
 end
 env._G = env
 env.newproxy = handler_newproxy
+env.print = output.print
 env.require = function(name)
     if type(name) == "string" and env[name] ~= nil and rawget(_G, name) == package.loaded[name] then
         return env[name]

@@ -8,6 +8,7 @@
 local payload_values = require "luaworker.payload"
 local handler_env = require "luaworker.handler_env"
 local output = require "luaworker.output"
+local host = require "luaworker.host"
 
 local M = {}
 
@@ -32,10 +33,9 @@ local function path_of(class)
     return dir .. "/" .. class:gsub("^\\+", ""):gsub("\\", "/") .. ".lua"
 end
 
+-- Whether path is a regular file (a FIFO named X.lua is not opened: that blocks).
 local function file_exists(path)
-    local f = io.open(path, "rb")
-    if f then f:close() end
-    return f ~= nil
+    return host.file_kind(path) == "file"
 end
 
 -- The module name require gives the file at path under the handler directory

@@ -46,6 +46,18 @@ function M.text(s)
     return s
 end
 
+-- print() for handlers: a line, written at once (a worker killed for a timeout
+-- loses none of it), on stdout, or on stderr with --json (stdout holds only the
+-- JSON lines then).
+function M.print(...)
+    local n = select("#", ...)
+    local parts = { ... }
+    for i = 1, n do parts[i] = tostring(parts[i]) end
+    local stream = json_mode and io.stderr or io.stdout
+    stream:write(table.concat(parts, "\t", 1, n), "\n")
+    stream:flush()
+end
+
 local LEVEL = { starting = "info", success = "info" }
 
 -- status: "starting", "success", "released_after_exception" or "failed".

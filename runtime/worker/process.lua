@@ -106,10 +106,10 @@ local function handle_job_exception(job, exc, started)
         job:release(delay)
         events.fire_safely("released_after_exception", job, exc, { backoff = delay })
         output.job("released_after_exception", job, exc, host.clock() - started)
-        output.error(string.format("%s (attempt %d) raised; released, available again in %ds: %s",
+        output.error(string.format("%s (attempt %s) raised; released, available again in %ds: %s",
             output.text(job:name()), job:attempts(), delay, exc.text), job)
     else
-        output.error(string.format("%s (attempt %d) %s: %s", output.text(job:name()), job:attempts(),
+        output.error(string.format("%s (attempt %s) %s: %s", output.text(job:name()), job:attempts(),
             exc.class == failing.MAX_ATTEMPTS_EXCEPTION and "failed" or "raised", exc.text), job)
     end
 end
@@ -165,7 +165,7 @@ function M.handle_timed_out_job(job, timeout)
         output.error("while handling the timeout of " .. output.text(job:name()) .. ": "
             .. tostring(redis.is_error(err) and err.message or trace), job)
     end
-    output.error(string.format("%s (attempt %d) ran past its timeout of %ds; its process was ended%s",
+    output.error(string.format("%s (attempt %s) ran past its timeout of %ds; its process was ended%s",
         output.text(job:name()), job:attempts(), timeout,
         job:has_failed() and "; failed" or ", and it stays reserved until retry_after"), job)
 end
@@ -182,7 +182,7 @@ function M.handle_crashed_job(job, death)
         output.error("while handling the death of the worker running " .. output.text(job:name())
             .. ": " .. tostring(redis.is_error(err) and err.message or trace), job)
     end
-    output.error(string.format("%s (attempt %d) was running when its worker died (%s)%s",
+    output.error(string.format("%s (attempt %s) was running when its worker died (%s)%s",
         output.text(job:name()), job:attempts(), death,
         job:has_failed() and "; its last attempt: failed"
             or "; it stays reserved until retry_after, by Laravel's rules"), job)

@@ -56,6 +56,7 @@ local id                       -- this process's id (host.identity)
 local ttl                      -- the heartbeat's TTL, seconds
 local next_number = 1          -- the number the next job taken gets
 local touched = {}             -- queue -> true: those this worker may have a record of
+                               -- (a pop of theirs reached Redis)
 local unsure = false           -- a pop's reply was lost: its jobs may be recorded
 local next_scan = 0            -- host.clock() of the next look for dead workers
 local migrated_at = {}         -- queue -> the Unix second its due jobs were last moved
@@ -116,15 +117,18 @@ local function pop_args(q, count)
     local now = host.now()
     local number = next_number
     next_number = next_number + count
-    touched[q] = true
     return { now = now, retry_after = options.retry_after, connection = settings.connection_name,
         count = count, worker = id, number = number, ttl = options.retry_after + RECORD_MARGIN,
         heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list }, number
 end
 
--- Raises err, noting first that a pop's reply may have been lost with it.
-local function lost_pop(err)
-    if redis.is_error(err) and err.kind == "connection" then unsure = true end
+-- Raises err, the failure of a pop of q, noting first that its reply may have been
+-- lost with it (the pop may have recorded jobs). A pop Redis never got took none.
+local function lost_pop(q, err)
+    if redis.is_error(err) and err.kind == "connection" then
+        unsure = true
+        touched[q] = true
+    end
     error(err, 0)
 end
 
@@ -143,7 +147,8 @@ local function pop(q, count)
         local sent = host.clock()
         local args, number = pop_args(q, count)
         local ok, taken, problem, record_id = pcall(queue.pop, q, args)
-        if not ok then lost_pop(taken) end
+        if not ok then lost_pop(q, taken) end
+        touched[q] = true
         host.heartbeat_note(sent)
         M.report_send_errors()
         if problem then report_unusable(q, problem, record_id) end
@@ -164,7 +169,8 @@ local function finish_prefetch()
     local p = pending
     pending = nil
     local ok, taken, problem, record_id = pcall(queue.finish_pop, p.handle)
-    if not ok then lost_pop(taken) end
+    if not ok then lost_pop(p.q, taken) end
+    touched[p.q] = true
     host.heartbeat_note(p.at)
     M.report_send_errors()
     if problem then report_unusable(p.q, problem, record_id) end
@@ -281,7 +287,7 @@ function M.start(job)
     local _, up = host.connects("queue")
     if up then return true end
     if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
-    output.error(string.format("%s (attempt %d) left this worker's hands while it could not reach "
+    output.error(string.format("%s (attempt %s) left this worker's hands while it could not reach "
         .. "Redis (given back, or its reservation expired): it runs elsewhere, not here",
         output.text(job:name()), job:attempts()), job)
     return false
@@ -302,7 +308,7 @@ end
 
 -- Logs the job a dead worker had started and not finished: it stays reserved.
 local function report_running(worker, job)
-    output.error(string.format("worker %s died while %s (attempt %d) ran: it stays reserved "
+    output.error(string.format("worker %s died while %s (attempt %s) ran: it stays reserved "
         .. "until retry_after, by Laravel's rules", worker, output.text(job:name()), job:attempts()), job)
 end
 

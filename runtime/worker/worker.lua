@@ -18,7 +18,10 @@ local luaworker = require "luaworker"
 local M = {}
 
 -- Exit statuses, as queue:work's.
-local EXIT_OK, EXIT_MEMORY = 0, 12
+local EXIT_OK, EXIT_UNREACHABLE, EXIT_MEMORY = 0, 1, 12
+-- Seconds a run meant to end (--once, --stop-when-empty) waits out a Redis that
+-- cannot run the queue's commands before it gives up with EXIT_UNREACHABLE.
+local ONE_SHOT_WAIT = 10
 
 -- The default heartbeat (seconds): HEARTBEAT, or HEARTBEAT_SHARE of --retry-after
 -- when less, but not below HEARTBEAT_MIN.
@@ -28,8 +31,29 @@ local options
 local in_job = false  -- a job is in hand (process.process runs)
 
 -- The restart key written by `queue:restart` (and `luaworker restart`).
-local function last_restart()
-    return redis.call("cache", "GET", settings.cache_prefix .. "illuminate:queue:restart")
+local restart_unreadable = false   -- said that the restart signal cannot be read
+
+-- Laravel's restart signal (queue:restart): true and its value, or false when it
+-- cannot be read; a refusal (ACL, a wrong REDIS_CACHE_DB) is said once until it can
+-- be read again. Not waited out: a cache store that is down or refuses the key must
+-- not hold up jobs.
+local function read_restart()
+    local key = settings.cache_prefix .. "illuminate:queue:restart"
+    local ran, ok, value, kind = task.run(host.command, "cache", "GET", key)
+    if ran and ok then
+        if restart_unreadable then
+            restart_unreadable = false
+            output.error("the restart signal " .. key .. " can be read again")
+        end
+        return true, value ~= false and value or nil
+    end
+    -- a passing failure (an outage, a restart) is the outage's to report
+    if not restart_unreadable and (not ran or redis.is_refusal(value, kind)) then
+        restart_unreadable = true
+        output.error("cannot read the restart signal " .. key .. " (" .. tostring(value or ok)
+            .. "): queue:restart cannot stop this worker until it can")
+    end
+    return false
 end
 
 -- Seconds to wait after an error of the loop: doubles per error in a row, up to
@@ -55,6 +79,15 @@ local function guarded(what, fn, ...)
 end
 
 local restart_checked_at, memory_checked_at = 0, -1
+local outage_since                    -- host.clock() when the current outage began
+
+-- A run meant to end that could not reach Redis for ONE_SHOT_WAIT seconds: says so,
+-- and returns EXIT_UNREACHABLE and its reason.
+local function gave_up()
+    output.error(string.format("gave up after %ds without Redis running the queue's commands: "
+        .. "ending with status %d", ONE_SHOT_WAIT, EXIT_UNREACHABLE))
+    return EXIT_UNREACHABLE, "unreachable"
+end
 
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
     local quit, _, reload = host.signals()
@@ -69,10 +102,13 @@ local function stop_if_necessary(restart_at_start, start_time, jobs_processed, j
     end
     if clock - restart_checked_at >= 1 then
         restart_checked_at = clock
-        local ok, current = task.run(last_restart)
+        local ok, current = read_restart()
         if ok and current ~= restart_at_start then return EXIT_OK, "restart_signal" end
     end
-    if options.stop_when_empty and not job then return EXIT_OK, "empty" end
+    if options.stop_when_empty and not job then
+        if redis.in_outage() then return gave_up() end
+        return EXIT_OK, "empty"
+    end
     if options.max_time > 0 and host.clock() - start_time >= options.max_time then
         return EXIT_OK, "max_time"
     end
@@ -88,9 +124,7 @@ local down_file
 
 local function down_for_maintenance()
     if not down_file or options.force then return false end
-    local f = io.open(down_file, "rb")
-    if f then f:close() end
-    return f ~= nil
+    return host.file_kind(down_file) ~= nil
 end
 
 -- Gives back the jobs the worker holds: reservations.settle before it waits without
@@ -164,12 +198,18 @@ local function prepare(cli, cfg)
     handler_env.install()
     output.configure(options)
     -- an outage is waited out; without a job in hand, a stop signal ends the wait
+    local one_shot = options.once or options.stop_when_empty
     redis.wait_out_failures(function(message)
-        output.error(message .. "; retrying every second")
+        outage_since = host.clock()
+        output.error(message .. (one_shot and string.format("; retrying for up to %ds", ONE_SHOT_WAIT)
+            or "; retrying, at least every second"))
     end, function()
+        outage_since = nil
         output.error("connection to Redis at " .. host.describe("queue") .. " is back")
     end, function()
-        return not in_job and (host.signals())
+        if in_job then return false end
+        return (host.signals()) or one_shot and outage_since ~= nil
+            and host.clock() - outage_since >= ONE_SHOT_WAIT
     end)
 end
 
@@ -178,12 +218,10 @@ function M.run(cli, cfg)
     prepare(cli, cfg)
     local queues = settings.queues
 
-    local f = io.open(handlers.dir(), "rb")
-    if not f then
+    if host.file_kind(handlers.dir()) ~= "directory" then
         output.error("--handlers=" .. options.handlers .. ": no such directory")
         return 2
     end
-    f:close()
 
     -- run_init returns true or nil, message; task.run gives false, error, traceback
     local ok, inited, why = task.run(handlers.run_init)
@@ -196,8 +234,7 @@ function M.run(cli, cfg)
     reservations.setup()
     take_over()
 
-    local restart_ok, restart_at_start = task.run(last_restart)
-    if not restart_ok then restart_at_start = nil end
+    local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
 
     if options.once then
@@ -206,7 +243,13 @@ function M.run(cli, cfg)
             return EXIT_OK
         end
         local job = get_next_job(queues, 1)
-        if job then run(job) else host.sleep(options.sleep) end
+        if job then
+            run(job)
+        elseif redis.in_outage() then
+            return stop(gave_up())
+        else
+            host.sleep(options.sleep)
+        end
         give_back(reservations.retire)
         return EXIT_OK
     end

@@ -31,11 +31,11 @@ M.EXPECTED_LINES = {
     "^stack traceback:$",
     "^\t",
     "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, before it was ready; starting it again in %d+s$",
-    "^%[[^%]]+%] [^\n]*Redis [^\n]*; retrying every second$",
+    "^%[[^%]]+%] [^\n]*Redis [^\n]*; retrying, at least every second$",
     "^%[[^%]]+%] connection to Redis at [^ ]+ is back$",
     "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
-    "^%[[^%]]+%]%[%w+%] error in a attempted hook: [^\n]*Redis ",
+    "^%[[^%]]+%]%[%w+%] error in the attempted hook: [^\n]*Redis ",
     -- a failing job one of whose attempts was cut short (a kill, the Redis restart)
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) failed: Illuminate\\Queue\\"
         .. "MaxAttemptsExceededException: ",
