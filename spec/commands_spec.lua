@@ -194,7 +194,8 @@ describe("luaworker push", function()
     it("rejects json-data that is not JSON with exit 2 and pushes nothing", function()
         local r = H.run({ "push", "App\\Jobs\\Foo", "nope" })
         assert.are.equal(2, r.status)
-        assert.are.equal("luaworker: push: json-data must be a JSON object or array, got: nope\n", r.stderr)
+        assert.are.equal("luaworker: push: json-data for a job class must be a JSON object of its "
+            .. "properties (Expected value but found invalid token at character 1), got: nope\n", r.stderr)
         assert.are.equal("", r.stdout)
         assert.are.equal(0, #list())
         assert.are.equal(0, notify_tokens())
@@ -203,9 +204,24 @@ describe("luaworker push", function()
     it("rejects a JSON array as a job class's properties with exit 2", function()
         local r = H.run({ "push", "App\\Jobs\\Foo", "[1,2]" })
         assert.are.equal(2, r.status)
-        assert.are.equal("luaworker: push: json-data for a job class must be a JSON object of properties\n",
-            r.stderr)
+        assert.are.equal("luaworker: push: json-data for a job class must be a JSON object of its "
+            .. "properties (not a JSON object), got: [1,2]\n", r.stderr)
         assert.are.equal(0, #list())
+    end)
+
+    it("reads the properties as PHP's json_decode does: order, exact integers, floats, numeric keys", function()
+        push({ "App\\Jobs\\Foo", '{"b":12345678901234567,"a":9007199254740993,"f":1.0,'
+            .. '"big":123456789012345678901,"l":[{"7":2,"x":[]}],"e":1e3,"b":"dup"}', "--tries=3" })
+        local p = cjson.decode(list()[1])
+        assert.are.equal('O:12:"App\\Jobs\\Foo":17:{s:1:"b";s:3:"dup";s:1:"a";i:9007199254740993;'
+            .. 's:1:"f";d:1;s:3:"big";d:1.2345678901234568E+20;s:1:"l";a:1:{i:0;a:2:{i:7;i:2;s:1:"x";'
+            .. 'a:0:{}}}s:1:"e";d:1000;s:5:"tries";i:3;' .. QUEUEABLE .. "}", p.data.command)
+        assert.are.equal(3, p.maxTries)
+    end)
+
+    it("takes [] as no properties", function()
+        push({ "App\\Jobs\\Foo", " [ ] " })
+        assert.are.equal('O:12:"App\\Jobs\\Foo":10:{' .. QUEUEABLE .. "}", cjson.decode(list()[1]).data.command)
     end)
 end)
 

@@ -90,6 +90,21 @@ describe("luaworker work's supervisor when workers die", function()
         assert.matches("after its start, again; starting it again in 2s", w:stderr(), 1, true)
     end)
 
+    it("replaces at once a worker killed by SIGKILL, however often", function()
+        local w = start({ ["App/Jobs/Good.lua"] = RECORD })
+        for _ = 1, 3 do
+            local pid = H.wait_until(function() return H.children(w.pid)[1] end, 5, "a worker")
+            os.execute("kill -9 " .. pid)
+            H.wait_until(function()
+                local now = H.children(w.pid)[1]
+                return now and now ~= pid
+            end, 1, "its successor within a second")
+        end
+        assert.is_nil(w:stderr():find("starting it again in", 1, true), w:stderr())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+    end)
+
     it("keeps a pause (USR2) for the workers it starts after, until CONT", function()
         local w = start({ ["App/Jobs/Good.lua"] = RECORD }, { "--processes=2" })
         H.wait_until(function() return #H.children(w.pid) == 2 end, 5, "two workers")

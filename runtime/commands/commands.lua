@@ -6,6 +6,8 @@ local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
 local dispatch = require "luaworker.dispatch"
 local text = require("luaworker.output").text
+local php = require "luaworker.php"
+local php_json = require "luaworker.php_json"
 
 local M = {}
 
@@ -122,6 +124,43 @@ local function php_class_name(s)
     return true
 end
 
+-- The job object push makes: the JSON's properties in its order (as PHP's
+-- json_decode reads them: php_json), the options as properties (--tries,
+-- --backoff...: over the JSON's), then Queueable's with their defaults (--delay as
+-- its delay), as PHP serializes a job class's own properties before its trait's.
+local function job_object(class, members, o)
+    local at = {}
+    for i, m in ipairs(members) do at[m[1]] = i end
+    local function set(name, serialized)
+        if at[name] then
+            members[at[name]][2] = serialized
+        else
+            members[#members + 1] = { name, serialized }
+            at[name] = #members
+        end
+    end
+    local function int(n) return string.format("i:%d;", n) end
+    if o.tries then set("tries", int(o.tries)) end
+    if o.max_exceptions then set("maxExceptions", int(o.max_exceptions)) end
+    if o.timeout then set("timeout", int(o.timeout)) end
+    if o.backoff then
+        local seconds, list = {}, {}
+        for n in o.backoff:gmatch("%d+") do seconds[#seconds + 1] = tonumber(n) end
+        for i, n in ipairs(seconds) do list[i] = int(i - 1) .. int(n) end
+        set("backoff", #seconds == 1 and int(seconds[1])
+            or "a:" .. #seconds .. ":{" .. table.concat(list) .. "}")
+    end
+    if o.retry_until then set("retryUntil", int(host.now() + o.retry_until)) end
+    if o.delay > 0 then set("delay", int(o.delay)) end
+    for _, k in ipairs(dispatch.QUEUEABLE) do
+        if not at[k] then set(k, (k == "middleware" or k == "chained") and "a:0:{}" or "N;") end
+    end
+    local parts = {}
+    for n, m in ipairs(members) do parts[n] = php_json.string(m[1]) .. m[2] end
+    return php.unserialize(string.format('O:%d:"%s":%d:{%s}', #class, class, #members,
+        table.concat(parts)))
+end
+
 function M.push(cli, config)
     local name, data_text = cli.args[1], cli.args[2]
     local o = cli.options
@@ -131,40 +170,31 @@ function M.push(cli, config)
             .. "App\\Jobs\\SendEmail, or Class@method for a string job")
         return 2
     end
-    local data = {}
-    if data_text then
-        local ok, decoded = pcall(cjson.decode, data_text)
-        if not ok or type(decoded) ~= "table" then
-            complain("push: json-data must be a JSON object or array, got: ", data_text)
-            return 2
-        end
-        data = decoded
-    end
     local q = queue_name(cli, config)
     local id
-    if name:find("@", 1, true) then
-        local backoff = o.backoff
-        id = dispatch.push_string_job(name, data_text or "[]", q, o.delay, {
-            maxTries = o.tries, maxExceptions = o.max_exceptions, timeout = o.timeout,
-            backoff = backoff,
-        })
-    else
-        for k in pairs(data) do
-            if type(k) ~= "string" then
-                complain("push: json-data for a job class must be a JSON object of properties")
+    if method then
+        if data_text then
+            local ok, decoded = pcall(cjson.decode, data_text)
+            if not ok or type(decoded) ~= "table" then
+                complain("push: json-data must be a JSON object or array, got: ", text(data_text))
                 return 2
             end
         end
-        -- the options are the job class's properties, as in a PHP job class
-        data.tries, data.maxExceptions, data.timeout = o.tries, o.max_exceptions, o.timeout
-        if o.backoff then
-            local list = {}
-            for n in o.backoff:gmatch("%d+") do list[#list + 1] = tonumber(n) end
-            data.backoff = #list == 1 and list[1] or list
+        id = dispatch.push_string_job(name, data_text or "[]", q, o.delay, {
+            maxTries = o.tries, maxExceptions = o.max_exceptions, timeout = o.timeout,
+            backoff = o.backoff,
+        })
+    else
+        local members, why = php_json.object_members(data_text or "{}")
+        if not members then
+            complain("push: json-data for a job class must be a JSON object of its properties (",
+                why, "), got: ", text(data_text))
+            return 2
         end
-        if o.retry_until then data.retryUntil = host.now() + o.retry_until end
-        if o.delay > 0 then data.delay = o.delay end
-        local ok, result = pcall(dispatch.push_command, dispatch.command(name, data), q, o.delay)
+        local ok, result = pcall(function()
+            return dispatch.push_command(dispatch.command(name, job_object(name:gsub("^\\", ""),
+                members, o)), q, o.delay)
+        end)
         if not ok then
             complain("push: ", tostring(result))
             return 2

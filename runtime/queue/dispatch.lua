@@ -18,6 +18,8 @@ local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode 
 local QUEUEABLE = { "job", "connection", "queue", "chainConnection", "chainQueue",
     "chainCatchCallbacks", "delay", "afterCommit", "middleware", "chained" }
 
+M.QUEUEABLE = QUEUEABLE
+
 local function json_or_null(v)
     if v == nil or v == null then return "null" end
     return encode(v)

@@ -19,8 +19,8 @@
 
 /* A worker that ends before it reported ready failed to start; the next start
  * then waits, 1 s doubling up to RESPAWN_MAX seconds. So does the start after a
- * second crash in a row (a worker that dies within RESPAWN_MAX s of its start);
- * the first is replaced at once. */
+ * second crash in a row (a worker that dies within RESPAWN_MAX s of its start, but
+ * not by SIGKILL); the first is replaced at once. */
 #define RESPAWN_MAX 30.0
 
 struct supervisor;
@@ -219,8 +219,11 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
         if (hungry)
             say("worker %d reached --memory %.1fs after its start: the limit is below what a "
                 "fresh worker needs", w->index, lived);
-        /* crashes in a row: each sooner than RESPAWN_MAX seconds after its start */
-        int crashed = !clean && ready;
+        /* crashes in a row: each sooner than RESPAWN_MAX seconds after its start. A
+         * SIGKILL comes from outside (an operator, the OOM killer): its successor,
+         * which gives back the jobs the worker held, starts at once */
+        int killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        int crashed = !clean && ready && !killed;
         if (!crashed || lived >= RESPAWN_MAX) {
             w->crashes = 0;
             if (crashed)

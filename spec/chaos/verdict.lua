@@ -56,8 +56,6 @@ M.EXPECTED_LINES = {
         .. "%(killed by signal 9 %(Killed%)%); it stays reserved until retry_after, by Laravel's rules$",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) was running when its worker died "
         .. "%(killed by signal 9 %(Killed%)%); its last attempt: failed$",
-    -- a worker killed twice in a row within 30 s of its start
-    "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, again; starting it again in %d+s$",
 }
 
 local function expected_line(line)

@@ -1,0 +1,118 @@
+-- luaworker.php_json: JSON text read as PHP's json_decode($text, true) reads it, as
+-- PHP serialize() text, so that luaworker.php.unserialize makes values keeping what
+-- json_decode keeps: key order; integers exact to 64 bits (past them a float, as in
+-- PHP); 1.0 a float; objects as arrays, a key such as "7" as the integer 7; the last
+-- of duplicate keys, in the place of the first.
+local cjson = require "cjson"
+
+local M = {}
+
+local json = cjson.new()
+json.decode_invalid_numbers(false)   -- NaN, Infinity, 0x10 are not JSON
+local decode = json.decode
+
+local function skip_space(text, i)
+    return text:find("[^ \t\r\n]", i)
+end
+
+-- The index of the quote that ends the string whose opening quote is at i.
+local function string_end(text, i)
+    local j = i + 1
+    while true do
+        local k = text:find('["\\]', j)
+        if text:sub(k, k) == '"' then return k end
+        j = k + 2
+    end
+end
+
+-- Whether the decimal digits (no sign, no leading zero) fit PHP's int.
+local function fits_int(digits, negative)
+    if #digits ~= 19 then return #digits < 19 end
+    return digits <= (negative and "9223372036854775808" or "9223372036854775807")
+end
+
+function M.string(s)
+    return string.format('s:%d:"%s";', #s, s)
+end
+
+-- An array key as PHP stores it: a decimal integer string becomes the integer.
+local function key_text(key)
+    local sign, digits = key:match("^(%-?)([1-9]%d*)$")
+    if key == "0" or (digits and fits_int(digits, sign == "-")) then return "i:" .. key .. ";" end
+    return M.string(key)
+end
+
+local value
+
+-- The members of the object at i: a list of {key, value text} and the index after it.
+local function members(text, i)
+    local list, at = {}, {}
+    i = skip_space(text, i + 1)
+    while text:sub(i, i) ~= "}" do
+        local e = string_end(text, i)
+        local key = decode(text:sub(i, e))
+        local v
+        v, i = value(text, skip_space(text, skip_space(text, e + 1) + 1))
+        if at[key] then
+            list[at[key]][2] = v
+        else
+            list[#list + 1] = { key, v }
+            at[key] = #list
+        end
+        i = skip_space(text, i)
+        if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
+    end
+    return list, i + 1
+end
+
+-- The serialize() text of the value at i, and the index after it.
+function value(text, i)
+    local c = text:sub(i, i)
+    if c == "{" then
+        local list, after = members(text, i)
+        local parts = {}
+        for n, m in ipairs(list) do parts[n] = key_text(m[1]) .. m[2] end
+        return "a:" .. #list .. ":{" .. table.concat(parts) .. "}", after
+    elseif c == "[" then
+        local parts = {}
+        i = skip_space(text, i + 1)
+        while text:sub(i, i) ~= "]" do
+            local v
+            v, i = value(text, i)
+            parts[#parts + 1] = "i:" .. #parts .. ";" .. v
+            i = skip_space(text, i)
+            if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
+        end
+        return "a:" .. #parts .. ":{" .. table.concat(parts) .. "}", i + 1
+    elseif c == '"' then
+        local e = string_end(text, i)
+        return M.string(decode(text:sub(i, e))), e + 1
+    elseif c == "t" then
+        return "b:1;", i + 4
+    elseif c == "f" then
+        return "b:0;", i + 5
+    elseif c == "n" then
+        return "N;", i + 4
+    end
+    local token = text:match("^[-+%deE.]+", i)
+    local negative, digits = token:match("^(%-?)(%d+)$")
+    if digits and fits_int(digits, negative == "-") then
+        return "i:" .. (token == "-0" and "0" or token) .. ";", i + #token
+    end
+    return "d:" .. token .. ";", i + #token
+end
+
+-- The members of the JSON object in text, as {name, serialize() text of the value}
+-- in its order; nil and a message when text is not a JSON object.
+function M.object_members(text)
+    local ok, decoded = pcall(decode, text)
+    if not ok then return nil, tostring(decoded) end
+    local i = skip_space(text, 1)
+    if type(decoded) == "table" and next(decoded) == nil and text:sub(i, i) == "[" then
+        return {}   -- [], as json_decode gives an empty array for {}
+    end
+    if type(decoded) ~= "table" or text:sub(i, i) ~= "{" then return nil, "not a JSON object" end
+    return (members(text, i))
+end
+
+return M
