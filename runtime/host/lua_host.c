@@ -238,7 +238,8 @@ static void push_config(lua_State *L, const struct host *h)
 static int report_main_error(lua_State *L, void *data)
 {
     struct host *h = data;
-    const char *msg = lua_tostring(h->co, -1);
+    /* lua_tostring would convert a number in place, allocating on the coroutine */
+    const char *msg = lua_type(h->co, -1) == LUA_TSTRING ? lua_tostring(h->co, -1) : NULL;
     luaL_traceback(L, h->co, msg ? msg : "(error object is not a string)", 0);
     fprintf(stderr, "luaworker: internal error: %s\n", lua_tostring(L, -1));
     return 0;
