@@ -355,6 +355,12 @@ int host_run(struct host *h, const struct cli *cli)
 
 void host_close(struct host *h)
 {
+    /* blocked again before their watchers go (which restores the default actions):
+     * a signal that comes now, such as the supervisor's HUP to every worker, finds a
+     * process on its way out, not one it kills */
+    sigset_t handled;
+    signals_fill(&handled);
+    sigprocmask(SIG_BLOCK, &handled, NULL);
     h->closing = 1;
     if (h->loop) {
         ev_timer_stop(h->loop, &h->wait_timer);

@@ -3,7 +3,8 @@
  * HUP reloads (the worker ends after its current job and a fresh one starts). The
  * supervisor forwards them to its workers. A worker starts with them blocked and
  * unblocks them once its handlers are in place, so that one sent meanwhile waits
- * for them instead of being lost or killing it. Uses nothing else. */
+ * for them instead of being lost or killing it, and blocks them again when it
+ * removes its handlers on the way out. Uses nothing else. */
 #ifndef LUAWORKER_SIGNALS_H
 #define LUAWORKER_SIGNALS_H
 
