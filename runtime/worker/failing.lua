@@ -75,7 +75,9 @@ function M.fail(job, err, trace)
     end
     if handler and type(handler.failed) == "function" then
         local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)
-        if not ok then output.error("error in failed() of " .. output.text(job:name()) .. ": " .. ftrace, job) end
+        if not ok then
+            output.error("error in failed() of " .. output.text(job:name()) .. ": " .. ftrace, job)
+        end
     end
     events.fire_safely("failing", job, exc)
     output.job("failed", job, exc)

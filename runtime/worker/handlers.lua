@@ -57,11 +57,11 @@ local function load_file(path)
     else
         local chunk, err = handler_env.loadfile(path)
         if not chunk then
-            loaded = { error = "cannot load handler " .. err }
+            loaded = { error = "cannot load handler " .. output.text(err) }
         else
             local ok, value = pcall(chunk)
-            loaded = ok and { value = value }
-                or { error = "handler " .. path .. " raised while loading: " .. tostring(value) }
+            loaded = ok and { value = value } or { error = "handler " .. output.text(path)
+                .. " raised while loading: " .. tostring(value) }
         end
     end
     cache[path] = loaded
@@ -71,12 +71,12 @@ end
 -- The handler at path, if it has method. Returns handler, or nil, message.
 local function load_handler(path, method)
     if path == dir .. "/init.lua" then
-        return nil, path .. " is the handlers' start-up file, not a job handler"
+        return nil, output.text(path) .. " is the handlers' start-up file, not a job handler"
     end
     local handler, err = load_file(path)
     if err then return nil, err end
     if type(handler) ~= "table" or type(handler[method]) ~= "function" then
-        return nil, "handler " .. path .. " must return a table with a " .. method
+        return nil, "handler " .. output.text(path) .. " must return a table with a " .. method
             .. "(job, " .. (method == "handle" and "command" or "data") .. ") function"
     end
     return handler
