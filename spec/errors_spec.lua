@@ -2,17 +2,9 @@
 -- input and what was expected, and nothing that waits forever or stays silent.
 local H = require "spec.helpers"
 
-local function job(class, fields)
-    fields = fields or {}
-    fields.displayName = class
-    fields.data = { commandName = class, command = string.format('O:%d:"%s":0:{}', #class, class) }
-    return H.payload(fields)
-end
+local job = H.class_payload
 
-local RECORD = [[
-local lw = require "luaworker"
-return { handle = function(job) lw.redis("RPUSH", "spec:ran", job:payload().id) end }
-]]
+local RECORD = H.RECORD_ID
 
 -- A port nothing listens on.
 local function closed_port()

@@ -284,6 +284,20 @@ function H.payload(fields)
     return p
 end
 
+-- A payload of job class `class` whose command has no properties, with overrides.
+function H.class_payload(class, fields)
+    fields = fields or {}
+    fields.displayName = class
+    fields.data = { commandName = class, command = string.format('O:%d:"%s":0:{}', #class, class) }
+    return H.payload(fields)
+end
+
+-- A handler that records each job's payload id in the list spec:ran.
+H.RECORD_ID = [[
+local lw = require "luaworker"
+return { handle = function(job) lw.redis("RPUSH", "spec:ran", job:payload().id) end }
+]]
+
 -- Pushes a payload (table or raw string) as Laravel's push script does.
 function H.push(payload, q)
     local text = type(payload) == "table" and cjson.encode(payload) or payload

@@ -3,13 +3,7 @@
 -- its queue connection, its standard library and its hooks as they were.
 local H = require "spec.helpers"
 
-local function job(class, fields)
-    fields = fields or {}
-    fields.displayName = class
-    fields.data = { commandName = class,
-        command = string.format('O:%d:"%s":0:{}', #class, class) }
-    return H.payload(fields)
-end
+local job = H.class_payload
 
 -- Runs the worker on handler files until the queue is empty; returns its result.
 local function work(files, args)
@@ -29,11 +23,7 @@ local function failed_exception(p)
     return record and record.exception
 end
 
--- A handler that records "done <n>" in spec:done.
-local DONE = [[
-local lw = require "luaworker"
-return { handle = function(job, command) lw.redis("RPUSH", "spec:done", job:payload().id) end }
-]]
+local DONE = H.RECORD_ID   -- records each job's id in spec:ran
 
 describe("luaworker work on handlers that misuse it", function()
     before_each(function() H.flush() end)
@@ -60,7 +50,7 @@ describe("luaworker work on handlers that misuse it", function()
             assert.is_not_nil(exception, r.stdout .. r.stderr)
             assert.matches("luaworker.redis: " .. case[1] .. " is not allowed", exception, 1, true)
             assert.matches(case[3], exception, 1, true)
-            assert.are.same({ good.id }, H.r("LRANGE", "spec:done", 0, -1))
+            assert.are.same({ good.id }, H.r("LRANGE", "spec:ran", 0, -1))
             assert.are.equal(0, reserved_count())
             assert.are.equal(0, H.rdb(5, "DBSIZE"))
         end)
@@ -80,7 +70,7 @@ return { handle = function(job)
     end
     local ffi = require "ffi"
     ffi.gc(ffi.new("int[1]"), function() error("ffi finalizer boom") end)
-    lw.redis("RPUSH", "spec:done", job:payload().id)
+    lw.redis("RPUSH", "spec:ran", job:payload().id)
 end }
 ]] })
         assert.are.equal(0, r.status, r.stderr)
@@ -88,7 +78,7 @@ end }
         assert.is_nil(r.stderr:find("internal error", 1, true))
         assert.matches("a __gc finalizer raised %(logged, not raised where the collector ran%): "
             .. "[^\n]*finalizer boom", r.stderr)
-        assert.are.equal(40, H.r("LLEN", "spec:done"))
+        assert.are.equal(40, H.r("LLEN", "spec:ran"))
         assert.are.equal(0, H.r("ZCARD", "laravel_database_luaworker:failed_jobs"))
         assert.are.equal(0, reserved_count())
     end)
@@ -113,7 +103,7 @@ end }
             assert.matches("cannot be made inside a coroutine the handler created", failed_exception(p), 1, true)
         end
         assert.is_nil(r.stderr:find("already waiting", 1, true))
-        assert.are.same({ good.id }, H.r("LRANGE", "spec:done", 0, -1))
+        assert.are.same({ good.id }, H.r("LRANGE", "spec:ran", 0, -1))
     end)
 
     it("keeps the runtime's standard library when a handler changes its own", function()
@@ -131,7 +121,7 @@ return { handle = function() string.rep, math.floor = nil, nil end }
         })
         assert.are.equal(0, r.status, r.stderr)
         assert.matches("Processed:  App\\Jobs\\Breaker", r.stdout, 1, true)
-        assert.are.same({ good.id }, H.r("LRANGE", "spec:done", 0, -1))
+        assert.are.same({ good.id }, H.r("LRANGE", "spec:ran", 0, -1))
         assert.are.equal(0, reserved_count())
     end)
 
@@ -145,7 +135,7 @@ return { handle = function() string.rep, math.floor = nil, nil end }
         })
         assert.are.equal(0, r.status, r.stderr)
         assert.matches("assignment to global 'tostring'", failed_exception(p), 1, true)
-        assert.are.same({ good.id }, H.r("LRANGE", "spec:done", 0, -1))
+        assert.are.same({ good.id }, H.r("LRANGE", "spec:ran", 0, -1))
     end)
 
     it("never runs init.lua as a job handler", function()

@@ -4,17 +4,9 @@
 -- --processes has a bound.
 local H = require "spec.helpers"
 
-local function job(class, fields)
-    fields = fields or {}
-    fields.displayName = class
-    fields.data = { commandName = class, command = string.format('O:%d:"%s":0:{}', #class, class) }
-    return H.payload(fields)
-end
+local job = H.class_payload
 
-local RECORD = [[
-local lw = require "luaworker"
-return { handle = function(job) lw.redis("RPUSH", "spec:ran", job:payload().id) end }
-]]
+local RECORD = H.RECORD_ID
 
 local workers
 
