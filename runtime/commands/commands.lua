@@ -128,17 +128,8 @@ end
 -- json_decode reads them: php_json), the options as properties (--tries,
 -- --backoff...: over the JSON's), then Queueable's with their defaults (--delay as
 -- its delay), as PHP serializes a job class's own properties before its trait's.
-local function job_object(class, members, o)
-    local at = {}
-    for i, m in ipairs(members) do at[m[1]] = i end
-    local function set(name, serialized)
-        if at[name] then
-            members[at[name]][2] = serialized
-        else
-            members[#members + 1] = { name, serialized }
-            at[name] = #members
-        end
-    end
+local function job_object(class, members, at, o)
+    local function set(name, serialized) php_json.put(members, at, name, serialized) end
     local function int(n) return string.format("i:%d;", n) end
     if o.tries then set("tries", int(o.tries)) end
     if o.max_exceptions then set("maxExceptions", int(o.max_exceptions)) end
@@ -185,15 +176,16 @@ function M.push(cli, config)
             backoff = o.backoff,
         })
     else
-        local members, why = php_json.object_members(data_text or "{}")
+        local members, at = php_json.object_members(data_text or "{}")
         if not members then
+            local why = at
             complain("push: json-data for a job class must be a JSON object of its properties (",
                 why, "), got: ", text(data_text))
             return 2
         end
         local ok, result = pcall(function()
             return dispatch.push_command(dispatch.command(name, job_object(name:gsub("^\\", ""),
-                members, o)), q, o.delay)
+                members, at, o)), q, o.delay)
         end)
         if not ok then
             complain("push: ", tostring(result))

@@ -42,9 +42,21 @@ local function key_text(key)
     return M.string(key)
 end
 
+-- Sets key to v in an ordered member list ({key, value text} pairs; at: key ->
+-- position), as PHP sets an array key: a key already there keeps its place.
+function M.put(list, at, key, v)
+    if at[key] then
+        list[at[key]][2] = v
+    else
+        list[#list + 1] = { key, v }
+        at[key] = #list
+    end
+end
+
 local value
 
--- The members of the object at i: a list of {key, value text} and the index after it.
+-- The members of the object at i: an ordered member list, its positions, and the
+-- index after it.
 local function members(text, i)
     local list, at = {}, {}
     i = skip_space(text, i + 1)
@@ -53,23 +65,18 @@ local function members(text, i)
         local key = decode(text:sub(i, e))
         local v
         v, i = value(text, skip_space(text, skip_space(text, e + 1) + 1))
-        if at[key] then
-            list[at[key]][2] = v
-        else
-            list[#list + 1] = { key, v }
-            at[key] = #list
-        end
+        M.put(list, at, key, v)
         i = skip_space(text, i)
         if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
     end
-    return list, i + 1
+    return list, at, i + 1
 end
 
 -- The serialize() text of the value at i, and the index after it.
 function value(text, i)
     local c = text:sub(i, i)
     if c == "{" then
-        local list, after = members(text, i)
+        local list, _, after = members(text, i)
         local parts = {}
         for n, m in ipairs(list) do parts[n] = key_text(m[1]) .. m[2] end
         return "a:" .. #list .. ":{" .. table.concat(parts) .. "}", after
@@ -102,17 +109,19 @@ function value(text, i)
     return "d:" .. token .. ";", i + #token
 end
 
--- The members of the JSON object in text, as {name, serialize() text of the value}
--- in its order; nil and a message when text is not a JSON object.
+-- The members of the JSON object in text, as an ordered member list of {name,
+-- serialize() text of the value} and their positions (see M.put); nil and a message
+-- when text is not a JSON object.
 function M.object_members(text)
     local ok, decoded = pcall(decode, text)
     if not ok then return nil, tostring(decoded) end
     local i = skip_space(text, 1)
     if type(decoded) == "table" and next(decoded) == nil and text:sub(i, i) == "[" then
-        return {}   -- [], as json_decode gives an empty array for {}
+        return {}, {}   -- [], as json_decode gives an empty array for {}
     end
     if type(decoded) ~= "table" or text:sub(i, i) ~= "{" then return nil, "not a JSON object" end
-    return (members(text, i))
+    local list, at = members(text, i)
+    return list, at
 end
 
 return M
