@@ -50,7 +50,9 @@ local function read_restart()
     -- a passing failure (an outage, a restart) is the outage's to report
     if not restart_unreadable and (not ran or redis.is_refusal(value, kind)) then
         restart_unreadable = true
-        output.error("cannot read the restart signal " .. key .. " (" .. tostring(value or ok)
+        -- task.run gave false, error, traceback; host.command false, message, kind
+        local why = ran and value or ok
+        output.error("cannot read the restart signal " .. key .. " (" .. tostring(why)
             .. "): queue:restart cannot stop this worker until it can")
     end
     return false
