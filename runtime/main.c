@@ -1,6 +1,7 @@
 /* luaworker: runs Laravel Redis queue jobs with Lua handlers. main() parses the
  * command line and the configuration (exit status 2 on bad input, before anything
  * touches Redis), reads the Redis scripts, then hands over to lua_host. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include "redis/scripts.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
+
+/* The most jobs a worker process may run at once (--concurrency). */
+#define MAX_CONCURRENCY 10000
 
 static const char *option_value(const struct cli *cli, const char *name)
 {
@@ -36,6 +40,20 @@ static int check_work_options(const struct cli *cli)
         fprintf(stderr, "luaworker: --processes=%s: expected 1 to %d\n", processes,
                 SUPERVISOR_MAX_PROCESSES);
         return -1;
+    }
+    const char *concurrency = option_value(cli, "concurrency");
+    const char *from = "--concurrency";
+    if (!concurrency && (concurrency = getenv("LUAWORKER_CONCURRENCY")))
+        from = "LUAWORKER_CONCURRENCY";
+    if (concurrency) {
+        char *end;
+        errno = 0;
+        long c = strtol(concurrency, &end, 10);
+        if (errno || end == concurrency || *end || c < 1 || c > MAX_CONCURRENCY) {
+            fprintf(stderr, "luaworker: %s=%s: expected a whole number of jobs from 1 to %d\n",
+                    from, concurrency, MAX_CONCURRENCY);
+            return -1;
+        }
     }
     const char *heartbeat = option_value(cli, "heartbeat");
     if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {

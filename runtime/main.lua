@@ -1,5 +1,6 @@
 -- luaworker.main: the entry point the host runs in the main coroutine:
--- run(cli, config) dispatches to the command and returns the exit status.
+-- run(cli, config) dispatches to the command, in a task (luaworker.task), and
+-- returns the exit status.
 local queue = require "luaworker.queue"
 local redis = require "luaworker.redis"
 local task = require "luaworker.task"
@@ -41,7 +42,7 @@ local function run_lua(cli)
     return type(result) == "number" and result or 0
 end
 
-function M.run(cli, config)
+local function run(cli, config)
     queue.set_prefix(config.prefix)
     luaworker.prefix = config.prefix
     luaworker.connection_name = config.connection_name
@@ -62,6 +63,10 @@ function M.run(cli, config)
         io.stderr:write("luaworker: ", tostring(status), "\n")
     end
     return 1
+end
+
+function M.run(cli, config)
+    return task.main(run, cli, config)
 end
 
 return M

@@ -15,11 +15,12 @@ ARGV[2]  who asks: 'own'    the worker itself, which goes on working
                    'killed' another process that saw the worker die (its
                             supervisor): as 'dead', without looking at KEYS[6]
 Returns  {given}: how many jobs went back; -1 for 'dead' when the heartbeat is still
-         there. For 'dead' and 'killed', when the job the worker started last is
-         still reserved (it was running, or its outcome had not reached Redis):
-         {given, its number, its payload, its reserved copy}.
-The record's field `started` is the number of the job the worker started last:
-jobs numbered above it were not started, and go back. Each one whose reserved copy is
+         there. For 'dead' and 'killed', followed by each job the worker started
+         that is still reserved (it was running, or its outcome had not reached
+         Redis), in number order: its number, its payload, its reserved copy.
+The record's field `started` is the number of the job the worker started last (it
+starts them in number order): jobs numbered above it were not started, and go
+back. Each one whose reserved copy is
 still in KEYS[2] is removed from it and pushed to the head of KEYS[1] with a notify
 token, in its place in the queue and with its attempts as they were before the pop,
 as if it had not been popped; one whose reservation expired or was settled is left
@@ -64,9 +65,15 @@ for i = #numbers, 1, -1 do
 end
 
 local reply = {given}
-if (mode == 'dead' or mode == 'killed') and reserveds[started]
-        and redis.call('zscore', KEYS[2], reserveds[started]) then
-    reply = {given, started, payloads[started], reserveds[started]}
+if mode == 'dead' or mode == 'killed' then
+    for _, n in ipairs(numbers) do
+        if n <= started and reserveds[n] and payloads[n]
+                and redis.call('zscore', KEYS[2], reserveds[n]) then
+            reply[#reply + 1] = n
+            reply[#reply + 1] = payloads[n]
+            reply[#reply + 1] = reserveds[n]
+        end
+    end
 end
 if mode ~= 'own' then
     redis.call('del', KEYS[4], KEYS[6])

@@ -15,11 +15,11 @@ local ALIVE = RECORD .. ":alive"
 
 -- scripts/pop.lua for worker W: up to count jobs numbered from number; its record
 -- lives ttl seconds (150 by default).
-local function pop(count, number, ttl)
+local function pop(count, number, ttl, ...)
     local now = os.time()
     return H.r("EVAL", POP, 8, list, reserved, notify, H.prefix .. "luaworker:failed_jobs",
         H.prefix .. "luaworker:failed_jobs:x", RECORD, WORKERS, ALIVE, now + 90, "x", "redis",
-        "default", now, "2026-01-01 00:00:00", count, W, number, ttl or 150, 5000, "default")
+        "default", now, "2026-01-01 00:00:00", count, W, number, ttl or 150, 5000, "default", ...)
 end
 
 local function give_back(mode, worker)
@@ -63,14 +63,15 @@ describe("scripts/pop.lua with a worker's keys", function()
         assert.is_true(H.r("TTL", RECORD) <= 70)
     end)
 
-    it("drops the entries of the jobs numbered below the one the worker started last", function()
-        push(4)
-        pop(2, 1)
-        H.r("HSET", RECORD, "started", 2)
-        pop(2, 3)
+    it("drops the entries of the jobs the worker says it finished, in any order, and only those", function()
+        push(5)
+        pop(3, 1)
+        H.r("HSET", RECORD, "started", 3)
+        -- jobs 1 and 3 finished, job 2 still runs
+        pop(2, 4, nil, 3, 1)
         local fields = H.r("HKEYS", RECORD)
         table.sort(fields)
-        assert.are.same({ "p2", "p3", "p4", "r2", "r3", "r4", "started" }, fields)
+        assert.are.same({ "p2", "p4", "p5", "r2", "r4", "r5", "started" }, fields)
     end)
 end)
 
@@ -114,11 +115,11 @@ describe("scripts/give_back.lua", function()
             H.r("EXISTS", RECORD), H.r("SCARD", WORKERS) })
     end)
 
-    it("returns, for a dead worker, the job it started last while that is still reserved, and leaves it reserved", function()
+    it("returns, for a dead worker, each job it started that is still reserved, and leaves them reserved", function()
         local pushed = push(3)
         local r = pop(3, 1)
         H.r("HSET", RECORD, "started", 2)
-        assert.are.same({ 1, 2, pushed[2], r[4] }, give_back("killed"))
+        assert.are.same({ 1, 1, pushed[1], r[2], 2, pushed[2], r[4] }, give_back("killed"))
         assert.are.same({ pushed[3] }, H.r("LRANGE", list, 0, -1))
         assert.are.same({ 1, 1, 2 }, { H.r("ZSCORE", reserved, r[2]) and 1, H.r("ZSCORE", reserved, r[4]) and 1,
             H.r("ZCARD", reserved) })

@@ -30,6 +30,7 @@ static const struct cli_option work_options[] = {
     {"json", CLI_FLAG, NULL, "print one JSON object per event instead of the console lines"},
     {"quiet", CLI_FLAG, NULL, "print no job lines"},
     {"processes", CLI_UINT, "1", "worker processes to run, each working the queues (a supervisor replaces any that end)"},
+    {"concurrency", CLI_UINT, NULL, "jobs each process runs at once, each yielding to the others while it waits (default: LUAWORKER_CONCURRENCY, else 1)"},
     {"handlers", CLI_STRING, "./handlers", "directory of the Lua handlers"},
     {"no-watch", CLI_FLAG, NULL, "do not reload the workers when a handler file changes (HUP still does)"},
     {"retry-after", CLI_UINT, "90", "seconds a reserved job stays reserved (the connection's retry_after)"},

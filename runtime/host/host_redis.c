@@ -74,14 +74,24 @@ static int push_result_of(lua_State *L, void *data)
     return push_result(L, r->reply, r->lost, r->loss);
 }
 
-void host_redis_resume(void *data, const redisReply *reply, const char *lost,
-                       enum redis_conn_loss loss)
+void host_redis_resume_ticket(struct host *h, double ticket, const redisReply *reply,
+                              const char *lost, enum redis_conn_loss loss)
 {
-    struct host *h = data;
     if (h->closing || h->finished)
         return;
     struct result r = { reply, lost, loss };
-    host_resume_with(h, push_result_of, &r);
+    host_resume_with(h, ticket, push_result_of, &r);
+}
+
+/* A command's reply (data: its waiter), for the task waiting for its ticket. */
+static void on_reply(void *data, const redisReply *reply, const char *lost,
+                     enum redis_conn_loss loss)
+{
+    struct host_waiter *w = data;
+    struct host *h = w->h;
+    double ticket = w->ticket;
+    host_waiter_give(w);
+    host_redis_resume_ticket(h, ticket, reply, lost, loss);
 }
 
 int host_redis_unreachable(lua_State *L, const char *message)
@@ -114,9 +124,10 @@ int host_redis_args(lua_State *L, int first, const char **argv, size_t *argvlen)
 }
 
 /* Queues the command named at index 2, with the arguments after it, on the
- * connection named at index 1; fn gets its reply. Returns 0, or -1 with err set.
- * Raises on bad arguments. */
-static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, char *err, size_t errlen)
+ * connection named at index 1; fn gets its reply with data. Returns 0, or -1 with
+ * err set. Raises on bad arguments. */
+static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, void *data, char *err,
+                        size_t errlen)
 {
     struct host *h = host_of(L);
     struct redis_conn *c = host_redis_conn(L, h, 1);
@@ -124,7 +135,7 @@ static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, char *
     const char *argv[HOST_MAX_COMMAND_ARGS];
     size_t argvlen[HOST_MAX_COMMAND_ARGS];
     int argc = host_redis_args(L, 2, argv, argvlen);
-    return redis_conn_command(c, flags, argc, argv, argvlen, fn, h, err, errlen);
+    return redis_conn_command(c, flags, argc, argv, argvlen, fn, data, err, errlen);
 }
 
 /* Queues EVALSHA of the script named at index 2 on the connection named at index 1,
@@ -153,9 +164,14 @@ static int l_host_command(lua_State *L)
 {
     char err[512];
     host_check_wait(L);
-    if (send_command(L, 0, host_redis_resume, err, sizeof err))
+    struct host_waiter *w = host_waiter_take(host_of(L));
+    if (!w)
+        return luaL_error(L, "out of memory");
+    if (send_command(L, 0, on_reply, w, err, sizeof err)) {
+        host_waiter_give(w);
         return host_redis_unreachable(L, err);
-    return host_yield(L);
+    }
+    return host_yield(L, w->ticket);
 }
 
 /* host.script(conn, name, nkeys, keys..., args...) -> as host.command. Runs
@@ -165,9 +181,14 @@ static int l_host_script(lua_State *L)
 {
     char err[512];
     host_check_wait(L);
-    if (send_script(L, host_redis_resume, host_of(L), err, sizeof err))
+    struct host_waiter *w = host_waiter_take(host_of(L));
+    if (!w)
+        return luaL_error(L, "out of memory");
+    if (send_script(L, on_reply, w, err, sizeof err)) {
+        host_waiter_give(w);
         return host_redis_unreachable(L, err);
-    return host_yield(L);
+    }
+    return host_yield(L, w->ticket);
 }
 
 static void on_sent(void *data, const redisReply *reply, const char *lost,
@@ -194,7 +215,7 @@ static void on_sent(void *data, const redisReply *reply, const char *lost,
 static int l_host_send(lua_State *L)
 {
     char err[512];
-    if (send_command(L, REDIS_CONN_KEEP, on_sent, err, sizeof err)) {
+    if (send_command(L, REDIS_CONN_KEEP, on_sent, host_of(L), err, sizeof err)) {
         lua_pushboolean(L, 0);
         lua_pushstring(L, err);
         return 2;
@@ -287,7 +308,7 @@ static void on_deferred(void *data, const redisReply *reply, const char *lost,
         return;
     if (h->collecting == d.id) {
         h->collecting = 0;
-        host_resume_with(h, push_deferred_result, &d);
+        host_resume_with(h, h->collecting_ticket, push_deferred_result, &d);
     } else if (host_protected(h, store_deferred_result, &d) != 0) {
         host_fail(h, "cannot keep a reply for Lua");
     }
@@ -335,8 +356,11 @@ static int l_host_collect(lua_State *L)
     }
     if (lua_isnil(L, -1))
         return luaL_argerror(L, 1, "no such deferred call");
+    if (h->collecting)
+        return luaL_error(L, "host.collect: another task waits for a deferred call");
     h->collecting = id;
-    return host_yield(L);
+    h->collecting_ticket = host_ticket(h);
+    return host_yield(L, h->collecting_ticket);
 }
 
 /* host.connects(conn) -> how many connections conn has opened (a change means its

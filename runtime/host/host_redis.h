@@ -28,10 +28,10 @@ struct redis_conn *host_redis_conn(lua_State *L, struct host *h, int idx);
  * raises when there are too many or one is not a string or number. */
 int host_redis_args(lua_State *L, int first, const char **argv, size_t *argvlen);
 
-/* A redis_conn_reply_fn (data: the host) resuming the main coroutine with (true,
- * reply) or (false, message, kind). */
-void host_redis_resume(void *data, const redisReply *reply, const char *lost,
-                       enum redis_conn_loss loss);
+/* Resumes the main coroutine with ticket and (true, reply) or (false, message,
+ * kind), for a reply (reply NULL: the command was lost, see redis_conn). */
+void host_redis_resume_ticket(struct host *h, double ticket, const redisReply *reply,
+                              const char *lost, enum redis_conn_loss loss);
 
 /* Pushes (false, message, "unreachable") for a command that could not be queued;
  * returns 3. */

@@ -70,37 +70,30 @@ static int l_host_report_ready(lua_State *L)
     return 0;
 }
 
-/* host.report_start(job, timeout): job (its number) started; the supervisor ends the
- * process when it runs past timeout seconds (cut to 0..UINT32_MAX: it comes from
- * the payload; 0 = none). No system call. */
-static int l_host_report_start(lua_State *L)
+/* host.report_running(job, timeout, started): job (its number) gets the CPU; it
+ * started at host.clock() time started (moved on by the time outages held it up);
+ * the supervisor ends the process when it keeps the CPU past timeout seconds from
+ * then (cut to 0..UINT32_MAX: it comes from the payload; 0 = none). No system call. */
+static int l_host_report_running(lua_State *L)
 {
     struct slot *s = host_of(L)->slot;
     lua_Number job = luaL_checknumber(L, 1);
     lua_Number seconds = luaL_checknumber(L, 2);
+    lua_Number started = luaL_checknumber(L, 3);
     uint32_t timeout = !(seconds > 0) ? 0 : seconds >= (lua_Number)UINT32_MAX ? UINT32_MAX
                                                                              : (uint32_t)seconds;
     if (s)
-        slot_job_start(s, job > 0 ? (uint64_t)job : 0, timeout);
+        slot_job_start(s, job > 0 ? (uint64_t)job : 0, timeout,
+                       started > 0 ? (uint64_t)(started * 1e9) : 0);
     return 0;
 }
 
-/* host.report_end(): the job started last ended. No system call. */
+/* host.report_end(): no job has the CPU. No system call. */
 static int l_host_report_end(lua_State *L)
 {
     struct slot *s = host_of(L)->slot;
     if (s)
         slot_job_end(s);
-    return 0;
-}
-
-/* host.waiting(flag): the worker waits for Redis (true) or no longer does (false);
- * meanwhile the running job's timeout stands still. */
-static int l_host_waiting(lua_State *L)
-{
-    struct slot *s = host_of(L)->slot;
-    if (s)
-        slot_wait(s, lua_toboolean(L, 1));
     return 0;
 }
 
@@ -119,9 +112,8 @@ const luaL_Reg host_slot_functions[] = {
     {"identity", l_host_identity},
     {"predecessor", l_host_predecessor},
     {"report_ready", l_host_report_ready},
-    {"report_start", l_host_report_start},
+    {"report_running", l_host_report_running},
     {"report_end", l_host_report_end},
-    {"waiting", l_host_waiting},
     {"report_exit", l_host_report_exit},
     {NULL, NULL},
 };

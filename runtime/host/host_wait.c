@@ -8,13 +8,53 @@
 #include "redis/redis_conn.h"
 #include "redis/redis_sub.h"
 
-static void on_sleep_timer(struct ev_loop *loop, ev_timer *w, int revents)
+/* Timers (host.sleep, host.timer): each a waiter in h->timers while it runs. */
+static void remove_timer(struct host_waiter *w)
+{
+    struct host *h = w->h;
+    ev_timer_stop(h->loop, &w->timer);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        h->timers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+}
+
+/* Ends timer w: the task waiting for its ticket gets fired (true: the time passed;
+ * false: a signal ended it early). */
+static void end_timer(struct host_waiter *w, int fired)
+{
+    struct host *h = w->h;
+    double ticket = w->ticket;
+    remove_timer(w);
+    host_waiter_give(w);
+    lua_pushboolean(h->co, fired);
+    host_resume(h, ticket, 1);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop;
     (void)revents;
-    struct host *h = w->data;
-    lua_pushboolean(h->co, 1);
-    host_resume(h, 1);
+    end_timer(t->data, 1);
+}
+
+/* Starts a timer of seconds; pushes nothing. Returns it, or raises. */
+static struct host_waiter *start_timer(lua_State *L, struct host *h, double seconds, int wakeable)
+{
+    struct host_waiter *w = host_waiter_take(h);
+    if (!w)
+        luaL_error(L, "out of memory");
+    ev_timer_init(&w->timer, on_timer, seconds, 0.);
+    w->timer.data = w;
+    w->wakeable = wakeable;
+    w->next = h->timers;
+    if (h->timers)
+        h->timers->prev = w;
+    h->timers = w;
+    ev_timer_start(h->loop, &w->timer);
+    return w;
 }
 
 static void on_ignored_reply(void *data, const redisReply *reply, const char *lost,
@@ -65,7 +105,7 @@ static void on_block_reply(void *data, const redisReply *reply, const char *lost
     h->blocking = 0;
     h->unblock_wanted = 0;
     ev_timer_stop(h->loop, &h->wait_timer);
-    host_redis_resume(data, reply, lost, loss);
+    host_redis_resume_ticket(h, h->block_ticket, reply, lost, loss);
 }
 
 static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -127,12 +167,13 @@ static int l_host_wait_notify(lua_State *L)
         redis_conn_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
         return host_redis_unreachable(L, err);
     h->blocking = 1;
+    h->block_ticket = host_ticket(h);
     if (seconds >= 0 && exact > 0) {
         ev_timer_init(&h->wait_timer, on_wait_timer, seconds, 0.);
         h->wait_timer.data = h;
         ev_timer_start(h->loop, &h->wait_timer);
     }
-    return host_yield(L);
+    return host_yield(L, h->block_ticket);
 }
 
 static void on_invalidation(void *data)
@@ -192,19 +233,21 @@ static int l_host_take_invalidated(lua_State *L)
     return 1;
 }
 
-/* After a signal: ends the current sleep (the sleeping coroutine gets false) or the
- * current host.wait_notify (which then returns nil). */
+/* After a signal: ends the host.wait_notify under way (which then returns nil) and
+ * every wakeable sleep (each gets false). */
 static void wake(struct host *h)
 {
-    if (h->blocking) {
+    if (h->blocking)
         unblock_wait(h);
-        return;
+    /* each resume may start or end timers: look again from the start after each */
+    for (;;) {
+        struct host_waiter *w = h->timers;
+        while (w && !w->wakeable)
+            w = w->next;
+        if (!w || h->finished)
+            return;
+        end_timer(w, 0);
     }
-    if (!ev_is_active(&h->sleep_timer) || h->finished)
-        return;
-    ev_timer_stop(h->loop, &h->sleep_timer);
-    lua_pushboolean(h->co, 0);
-    host_resume(h, 1);
 }
 
 void host_wait_attach(struct host *h)
@@ -212,8 +255,9 @@ void host_wait_attach(struct host *h)
     h->wake = wake;
 }
 
-/* host.sleep(seconds) -> true when the time passed, false when a stop signal (or
- * CONT) ended it early. Returns at once for seconds <= 0. */
+/* host.sleep(seconds, wakeable) -> true when the time passed, false when a stop
+ * signal (or CONT, HUP) ended it early, which only a wakeable sleep allows.
+ * Returns at once for seconds <= 0. */
 static int l_host_sleep(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -223,16 +267,40 @@ static int l_host_sleep(lua_State *L)
         lua_pushboolean(L, 1);
         return 1;
     }
-    if (ev_is_active(&h->sleep_timer))
-        return luaL_error(L, "host.sleep: already sleeping");
-    ev_timer_init(&h->sleep_timer, on_sleep_timer, seconds, 0.);
-    h->sleep_timer.data = h;
-    ev_timer_start(h->loop, &h->sleep_timer);
-    return host_yield(L);
+    return host_yield(L, start_timer(L, h, seconds, lua_toboolean(L, 2))->ticket);
+}
+
+/* host.timer(seconds) -> ticket: starts a timer without waiting for it; when it
+ * fires, the loop brings its ticket (and true) to the scheduler (see task.lua).
+ * Signals do not end it. */
+static int l_host_timer(lua_State *L)
+{
+    struct host *h = host_of(L);
+    double seconds = luaL_checknumber(L, 1);
+    lua_pushnumber(L, start_timer(L, h, seconds > 0 ? seconds : 0., 0)->ticket);
+    return 1;
+}
+
+/* host.cancel(ticket) -> whether a timer (host.sleep, host.timer) with that ticket
+ * was running: it is stopped, and its ticket never comes. Other waits cannot be
+ * cancelled: their ticket comes, for nobody. */
+static int l_host_cancel(lua_State *L)
+{
+    struct host *h = host_of(L);
+    double ticket = luaL_checknumber(L, 1);
+    for (struct host_waiter *w = h->timers; w; w = w->next)
+        if (w->ticket == ticket) {
+            remove_timer(w);
+            host_waiter_give(w);
+            lua_pushboolean(L, 1);
+            return 1;
+        }
+    lua_pushboolean(L, 0);
+    return 1;
 }
 
 /* host.allow_waits(co): lets coroutine co wait for the loop (host_check_wait); for
- * the coroutines of luaworker's driver (task.lua), which pass the waits up. */
+ * the coroutines of luaworker's tasks (task.lua). */
 static int l_host_allow_waits(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -266,6 +334,8 @@ static int l_host_signals(lua_State *L)
 
 const luaL_Reg host_wait_functions[] = {
     {"sleep", l_host_sleep},
+    {"timer", l_host_timer},
+    {"cancel", l_host_cancel},
     {"allow_waits", l_host_allow_waits},
     {"wait_notify", l_host_wait_notify},
     {"subscribe_invalidations", l_host_subscribe_invalidations},

@@ -1,4 +1,4 @@
-/* host_wait: the host functions that wait for time or for a job: sleeps, the idle
+/* host_wait: the host functions that wait for time or for a job: sleeps and timers, the idle
  * wait on the notify lists (a BLPOP on a connection of its own, ended early by the
  * host's timer, a signal, or a change of the delayed sets reported by the
  * subscription of redis_sub), and the signal state. Uses lua_host, host_redis,

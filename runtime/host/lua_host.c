@@ -26,9 +26,7 @@ struct host *host_of(lua_State *L)
 int host_check_wait(lua_State *L)
 {
     struct host *h = host_of(L);
-    if (L == h->co)
-        return 0;
-    if (h->waiters_ref != LUA_NOREF) {
+    if (L != h->co && h->waiters_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, h->waiters_ref);
         lua_pushthread(L);
         lua_rawget(L, -2);
@@ -43,11 +41,37 @@ int host_check_wait(lua_State *L)
     return lua_error(L);
 }
 
-int host_yield(lua_State *L)
+int host_yield(lua_State *L, double ticket)
 {
     lua_settop(L, 0);
     lua_pushlightuserdata(L, &host_wait_marker);
-    return lua_yield(L, 1);
+    lua_pushnumber(L, ticket);
+    return lua_yield(L, 2);
+}
+
+double host_ticket(struct host *h)
+{
+    return ++h->last_ticket;
+}
+
+struct host_waiter *host_waiter_take(struct host *h)
+{
+    struct host_waiter *w = h->spare;
+    if (w)
+        h->spare = w->next;
+    else if (!(w = malloc(sizeof *w)))
+        return NULL;
+    memset(w, 0, sizeof *w);
+    w->h = h;
+    w->ticket = host_ticket(h);
+    return w;
+}
+
+void host_waiter_give(struct host_waiter *w)
+{
+    struct host *h = w->h;
+    w->next = h->spare;
+    h->spare = w;
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -245,13 +269,24 @@ static int report_main_error(lua_State *L, void *data)
     return 0;
 }
 
-void host_resume(struct host *h, int nargs)
+static void host_resume_ended(struct host *h, int status);
+
+void host_resume(struct host *h, double ticket, int nargs)
 {
-    int status = lua_resume(h->co, nargs);
+    /* the coroutine's stack is empty since it yielded: room for LUA_MINSTACK values */
+    lua_pushnumber(h->co, ticket);
+    lua_insert(h->co, -nargs - 1);
+    int status = lua_resume(h->co, nargs + 1);
     if (status == LUA_YIELD) {
         lua_settop(h->co, 0);
         return;
     }
+    host_resume_ended(h, status);
+}
+
+/* The main coroutine returned (status 0) or raised: the process's run ends. */
+static void host_resume_ended(struct host *h, int status)
+{
     h->finished = 1;
     if (status == 0) {
         h->exit_code = lua_isnumber(h->co, -1) ? (int)lua_tointeger(h->co, -1) : 0;
@@ -317,14 +352,15 @@ int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *da
     return run_protected(&c);
 }
 
-void host_resume_with(struct host *h, int (*push)(lua_State *L, void *data), void *data)
+void host_resume_with(struct host *h, double ticket, int (*push)(lua_State *L, void *data),
+                      void *data)
 {
     struct protected_call c = { h, push, data, 0, 1 };
     if (run_protected(&c) != 0) {
         host_fail(h, "cannot hand a result to Lua");
         return;
     }
-    host_resume(h, c.moved);
+    host_resume(h, ticket, c.moved);
 }
 
 int host_run(struct host *h, const struct cli *cli)
@@ -343,7 +379,11 @@ int host_run(struct host *h, const struct cli *cli)
     lua_remove(h->co, -2);
     push_cli(h->co, cli);
     push_config(h->co, h);
-    host_resume(h, 2);
+    int status = lua_resume(h->co, 2);
+    if (status == LUA_YIELD)
+        lua_settop(h->co, 0);
+    else
+        host_resume_ended(h, status);
     if (!h->finished)
         ev_run(h->loop, 0);
     if (!h->finished) {
@@ -364,7 +404,8 @@ void host_close(struct host *h)
     h->closing = 1;
     if (h->loop) {
         ev_timer_stop(h->loop, &h->wait_timer);
-        ev_timer_stop(h->loop, &h->sleep_timer);
+        for (struct host_waiter *w = h->timers; w; w = w->next)
+            ev_timer_stop(h->loop, &w->timer);
         if (ev_is_active(&h->heartbeat_timer)) {
             ev_ref(h->loop);  /* host.heartbeat unref'd it */
             ev_timer_stop(h->loop, &h->heartbeat_timer);
@@ -388,6 +429,17 @@ void host_close(struct host *h)
         free(h->heartbeat_argv[i]);
     free(h->heartbeat_argv);
     h->heartbeat_argv = NULL;
+    /* the connections are freed: no reply will come for a waiter now */
+    while (h->timers) {
+        struct host_waiter *w = h->timers;
+        h->timers = w->next;
+        free(w);
+    }
+    while (h->spare) {
+        struct host_waiter *w = h->spare;
+        h->spare = w->next;
+        free(w);
+    }
     slot_unmap(h->slot);
     h->slot = NULL;
     scripts_free(&h->scripts);

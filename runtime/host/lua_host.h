@@ -1,10 +1,12 @@
-/* lua_host: the LuaJIT state and the libev loop that drives it. Everything
- * luaworker does runs in one main coroutine (runtime/main.lua); host functions
- * that wait (Redis commands, sleeps) yield it and the loop resumes it when the
- * reply or timer arrives. A coroutine started by luaworker (one per job) passes
- * such yields up to the main coroutine (runtime/host/task.lua). The state the host
- * functions share (host_api and its units) is struct host. Uses config, scripts,
- * redis_conn, redis_sub, php_value, encrypter, cli and lua-cjson. */
+/* lua_host: the LuaJIT state and the libev loop that drives it. The loop resumes
+ * one main coroutine, the scheduler of runtime/host/task.lua, which runs
+ * luaworker's tasks (the program, each job in flight). A host function that waits
+ * (a Redis command, a sleep) takes a ticket, a number no other wait of the process
+ * has, and yields host.WAIT and the ticket up to the scheduler; when the reply or
+ * timer arrives, the loop resumes the scheduler with the ticket and the results,
+ * and the scheduler resumes the task that waits for that ticket. The state the
+ * host functions share (host_api and its units) is struct host. Uses config,
+ * scripts, redis_conn, redis_sub, php_value, encrypter, cli and lua-cjson. */
 #ifndef LUAWORKER_LUA_HOST_H
 #define LUAWORKER_LUA_HOST_H
 
@@ -30,6 +32,17 @@ enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS
 
 #define HOST_ID_MAX 128
 
+/* A wait in progress: its ticket and, for a timer (host_wait), its watcher and its
+ * place in the host's list of running timers. Taken with host_waiter_take, given
+ * back with host_waiter_give (kept for reuse). */
+struct host_waiter {
+    struct host *h;
+    double ticket;
+    ev_timer timer;
+    int wakeable;                   /* a signal ends it early (host.sleep) */
+    struct host_waiter *prev, *next;
+};
+
 struct host {
     lua_State *L;
     lua_State *co;                  /* the main coroutine */
@@ -50,11 +63,14 @@ struct host {
     void (*wake)(struct host *h);   /* called after a signal: ends the current wait */
 
     /* waits (host_wait) */
-    ev_timer sleep_timer;
+    double last_ticket;             /* the ticket taken last */
+    struct host_waiter *timers;     /* the timers running (host.sleep, host.timer) */
+    struct host_waiter *spare;      /* waiters given back, for reuse */
     ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
     int blocking;                   /* a host.wait_notify BLPOP is in flight */
     int unblock_wanted;             /* end it as soon as its client id is known */
     long long block_client_id;      /* CLIENT ID of HOST_BLOCK_CONN, 0 until known */
+    double block_ticket;            /* the ticket of the host.wait_notify under way */
     struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
     int invalidated;                /* an invalidation came since host.take_invalidated */
 
@@ -65,7 +81,8 @@ struct host {
     int waiters_ref;                /* registry: weak set of the coroutines that may
                                      * wait besides the main one (host.allow_waits) */
     unsigned deferred_next;         /* the next id */
-    unsigned collecting;            /* the id the main coroutine waits for, 0 when none */
+    unsigned collecting;            /* the id a task waits for in host.collect, 0 when none */
+    double collecting_ticket;       /* that wait's ticket */
 
     /* the heartbeat and the lease it gives (host_heartbeat); times are host.clock() */
     ev_timer heartbeat_timer;
@@ -99,16 +116,27 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
  * returns; returns its result as the process exit status (70 when it raised). */
 int host_run(struct host *h, const struct cli *cli);
 
-/* Resumes the main coroutine with the nargs values pushed on it. Called by the
- * loop's callbacks only, for values that cost no allocation (booleans); others go
- * through host_resume_with. */
-void host_resume(struct host *h, int nargs);
+/* Resumes the main coroutine with ticket and the nargs values pushed on it. Called
+ * by the loop's callbacks only, for values that cost no allocation (booleans);
+ * others go through host_resume_with. */
+void host_resume(struct host *h, double ticket, int nargs);
 
-/* Resumes the main coroutine with the values push(L, data) pushes on L and
- * returns the count of. push runs in a protected call on the main state: any
+/* Resumes the main coroutine with ticket and the values push(L, data) pushes on L
+ * and returns the count of. push runs in a protected call on the main state: any
  * allocation may run a __gc finalizer, and one that raises (or a lack of memory)
  * is reported and push run again, never a panic. Called by the loop's callbacks. */
-void host_resume_with(struct host *h, int (*push)(lua_State *L, void *data), void *data);
+void host_resume_with(struct host *h, double ticket, int (*push)(lua_State *L, void *data),
+                      void *data);
+
+/* A waiter with a new ticket (reused when one was given back), or NULL when there
+ * is no memory. */
+struct host_waiter *host_waiter_take(struct host *h);
+
+/* Gives w back for reuse (its timer must be stopped). */
+void host_waiter_give(struct host_waiter *w);
+
+/* A new ticket. */
+double host_ticket(struct host *h);
 
 /* Ends the process's run with status 70 after an internal error (what). */
 void host_fail(struct host *h, const char *what);
@@ -120,12 +148,13 @@ int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *da
 /* The host stored as upvalue 1 of a host function. */
 struct host *host_of(lua_State *L);
 
-/* Yields the calling coroutine for the loop to resume (host.WAIT is what reaches a
- * coroutine driver; see task.lua). Use as `return host_yield(L);`. */
-int host_yield(lua_State *L);
+/* Yields the calling coroutine with host.WAIT and ticket, for the scheduler to
+ * resume when the loop brings that ticket (see task.lua). Use as
+ * `return host_yield(L, ticket);`. */
+int host_yield(lua_State *L, double ticket);
 
-/* Raises unless L may wait for the loop: the main coroutine, or
- * a coroutine of a luaworker driver (host.allow_waits). A host function that
+/* Raises unless L may wait for the loop: a coroutine of luaworker's tasks
+ * (host.allow_waits), never the main coroutine (the scheduler). A host function that
  * yields calls it before it starts anything: a coroutine a handler made itself
  * would get host.WAIT back from its own resume, and the loop would resume the
  * main coroutine with a reply meant for it. Returns 0. */

@@ -1,6 +1,14 @@
--- luaworker.task: runs a function in a coroutine of its own (one per job, per hook
--- call), passing the host's waits (Redis replies, sleeps) up to the main coroutine
--- and their results back down, and catching errors with a traceback.
+-- luaworker.task: tasks, the coroutines luaworker runs (the program, each job in
+-- flight), and the scheduler that resumes them.
+--
+-- A host function that waits (a Redis command, a sleep) yields host.WAIT and a
+-- ticket up to the task's top coroutine; the scheduler, which runs in the host's
+-- main coroutine, notes which task waits for which ticket and yields to the event
+-- loop, which resumes it with a ticket and the results when they arrive; the
+-- scheduler then resumes the task that waits for that ticket with them. A task may
+-- also wait for a key of its own (suspend), which another task wakes. run() runs a
+-- function in a coroutine of its own inside the current task (to catch its errors
+-- with a traceback), passing its waits up.
 local host = require "luaworker.host"
 
 local WAIT = host.WAIT
@@ -27,7 +35,7 @@ end
 
 -- Coroutines are reused: each runs functions one after the other, yielding DONE
 -- and the results after each (a tail call, so its stack does not grow). One that
--- raised, or was left waiting on a yield of its own, is dropped.
+-- raised, was abandoned, or was left waiting on a yield of its own, is dropped.
 local DONE = {}
 local pool, pooled = {}, 0
 
@@ -35,42 +43,201 @@ local function loop(fn, ...)
     return loop(co_yield(DONE, fn(...)))
 end
 
--- Runs fn(...) in a coroutine of its own until it returns. Returns true, results...
--- or false, error value, traceback (the error is never raised). A yield that is not
--- a host wait (coroutine.yield called by the function itself) is an error. After
--- "not enough memory" a full collection runs, so that what the coroutine held is
--- freed before the error is handled.
-function M.run(fn, ...)
-    local co
+local function take_coroutine()
     if pooled > 0 then
-        co, pool[pooled] = pool[pooled], nil
+        local co = pool[pooled]
+        pool[pooled] = nil
         pooled = pooled - 1
-    else
-        co = co_create(loop)
-        allow_waits(co)
+        return co
     end
+    local co = co_create(loop)
+    allow_waits(co)
+    return co
+end
+
+local function give_coroutine(co)
+    pooled = pooled + 1
+    pool[pooled] = co
+end
+
+local FOREIGN_YIELD = "coroutine.yield() called by a handler outside a coroutine of its own"
+
+-- Reads what a resume of co returned (res, packed): "done" and the results from
+-- index 3 on, "wait" and the key at index 3, or "error", the error value and
+-- its traceback. After "not enough memory" a full collection runs, so that what
+-- the coroutine held is freed before the error is handled.
+local function outcome(co, res)
+    if not res[1] then
+        local err, text = error_text(res[2])
+        local trace = traceback(co, text, 0)
+        if err == "not enough memory" then
+            res = nil
+            collectgarbage()
+        end
+        return "error", err, trace
+    end
+    if res[2] == DONE then return "done" end
+    if res[2] == WAIT then return "wait", res[3] end
+    return "error", FOREIGN_YIELD, traceback(co, FOREIGN_YIELD, 0)
+end
+
+-- Runs fn(...) in a coroutine of its own until it returns, passing its waits up to
+-- the task that calls run. Returns true, results... or false, error value,
+-- traceback (the error is never raised). A yield that is not a host wait
+-- (coroutine.yield called by the function itself) is an error.
+function M.run(fn, ...)
+    local co = take_coroutine()
     local res = pack(co_resume(co, fn, ...))
     while true do
-        if not res[1] then
-            local err, text = error_text(res[2])
-            local trace = traceback(co, text, 0)
-            if err == "not enough memory" then
-                co, res = nil, nil
-                collectgarbage()
-            end
-            return false, err, trace
-        end
-        if res[2] == DONE then
-            pooled = pooled + 1
-            pool[pooled] = co
+        local what, a, b = outcome(co, res)
+        if what == "done" then
+            give_coroutine(co)
             return true, unpack(res, 3, res.n)
+        elseif what == "error" then
+            return false, a, b
         end
-        if res[2] ~= WAIT then
-            local msg = "coroutine.yield() called by a handler outside a coroutine of its own"
-            return false, msg, traceback(co, msg, 0)
-        end
-        res = pack(co_resume(co, co_yield(WAIT)))
+        res = pack(co_resume(co, co_yield(WAIT, a)))
     end
+end
+
+-- Tasks ---------------------------------------------------------------------
+-- A task: {co =, key = the key or ticket it waits for, done =, abandoned =,
+-- on_end =, enter =, leave = (optional, called around each of its resumes)}.
+
+local waiting = {}            -- key or ticket -> the task waiting for it
+local timers = {}             -- ticket of a host.timer -> the function to call
+local ready, ready_first, ready_last = {}, 1, 0   -- tasks woken, with their values
+local current                 -- the task running, or nil
+
+-- Ends task t: on_end(t, ok, results... | error, traceback).
+local function finish(t, ...)
+    t.done = true
+    if t.on_end then t.on_end(t, ...) end
+end
+
+-- Resumes task t with ... until it waits or ends.
+local function step(t, ...)
+    local outer = current
+    current = t
+    if t.enter then t.enter(t) end
+    local res = pack(co_resume(t.co, ...))
+    if t.leave then t.leave(t) end
+    current = outer
+    local what, a, b = outcome(t.co, res)
+    if what == "wait" then
+        t.key = a
+        waiting[a] = t
+    elseif what == "done" then
+        give_coroutine(t.co)
+        t.co = nil
+        finish(t, true, unpack(res, 3, res.n))
+    else
+        t.co = nil
+        finish(t, false, a, b)
+    end
+end
+
+-- Starts fn(...) as a task of its own, at once: it runs until it first waits (or
+-- ends) before spawn returns. on_end(task, true, results...) or on_end(task,
+-- false, error, traceback) is called when it ends; it must not wait. t: the table
+-- that becomes the task (nil for a new one), with the caller's fields and
+-- optionally enter(t) and leave(t), called around each of its resumes. Returns the
+-- task.
+function M.spawn(on_end, t, fn, ...)
+    t = t or {}
+    t.co, t.on_end = take_coroutine(), on_end
+    step(t, fn, ...)
+    return t
+end
+
+-- The task running (the top one, whichever coroutine of it runs), or nil.
+function M.current()
+    return current
+end
+
+-- Abandons task t where it waits: it is never resumed again, and its on_end is
+-- not called. A timer it waits for is stopped; a Redis reply it waits for comes
+-- for nobody. Returns false when t already ended or was abandoned.
+function M.abandon(t)
+    if t.done or t.abandoned then return false end
+    t.abandoned = true
+    if t.key ~= nil and waiting[t.key] == t then
+        waiting[t.key] = nil
+        if type(t.key) == "number" then host.cancel(t.key) end
+    end
+    t.co = nil
+    return true
+end
+
+-- Waits (in a task) until wake(key, ...) is called; returns wake's values. key:
+-- any value that is not a number (numbers are the host's tickets).
+function M.suspend(key)
+    return co_yield(WAIT, key)
+end
+
+-- Resumes the task waiting in suspend(key) with ..., once the current step ends.
+-- Returns whether a task waited for key.
+function M.wake(key, ...)
+    local t = waiting[key]
+    if not t then return false end
+    waiting[key] = nil
+    ready_last = ready_last + 1
+    ready[ready_last] = { t, pack(...) }
+    return true
+end
+
+-- Calls fn() (it must not wait) after seconds, unless cancelled. Returns a handle
+-- for cancel.
+function M.after(seconds, fn)
+    local ticket = host.timer(seconds)
+    timers[ticket] = fn
+    return ticket
+end
+
+function M.cancel(handle)
+    if timers[handle] then
+        timers[handle] = nil
+        host.cancel(handle)
+    end
+end
+
+local function run_ready()
+    while ready_first <= ready_last do
+        local entry = ready[ready_first]
+        ready[ready_first] = nil
+        ready_first = ready_first + 1
+        local t, values = entry[1], entry[2]
+        if not t.abandoned then step(t, unpack(values, 1, values.n)) end
+    end
+    ready_first, ready_last = 1, 0
+end
+
+-- The scheduler: runs fn(...) as the program's task, and every task it starts,
+-- until the program's task ends. Runs in the host's main coroutine. Returns fn's
+-- results; raises its error with its traceback.
+function M.main(fn, ...)
+    local ended
+    M.spawn(function(_, ...) ended = pack(...) end, nil, fn, ...)
+    while true do
+        run_ready()
+        if ended then break end
+        local arrived = pack(co_yield())
+        local ticket = arrived[1]
+        local t = waiting[ticket]
+        if t then
+            waiting[ticket] = nil
+            step(t, unpack(arrived, 2, arrived.n))
+        else
+            local fire = timers[ticket]
+            if fire then
+                timers[ticket] = nil
+                local ok, err = pcall(fire)
+                if not ok then io.stderr:write("luaworker: internal error in a timer: ", tostring(err), "\n") end
+            end
+        end
+    end
+    if not ended[1] then error(ended[3], 0) end
+    return unpack(ended, 2, ended.n)
 end
 
 return M

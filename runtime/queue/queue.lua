@@ -91,17 +91,19 @@ end
 -- A pop of up to count jobs of q for a worker, as scripts/pop.lua's keys and
 -- arguments, and the id an unusable payload's failed record gets. pop:
 -- {now =, retry_after =, connection =, count =, worker =, number =, ttl =,
---  heartbeat_ms =, heartbeat =}: worker's jobs are numbered from number on; its
--- record lives ttl seconds; heartbeat is the heartbeat's value.
+--  heartbeat_ms =, heartbeat =, finished =}: worker's jobs are numbered from number
+-- on; its record lives ttl seconds; heartbeat is the heartbeat's value; finished:
+-- the numbers of the jobs of q it finished, whose entries go.
 local function pop_call(q, pop)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, pop.worker)
     local id = record_id()
-    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
-            workers, alive },
-        { pop.now + pop.retry_after, id, pop.connection, q, pop.now,
+    local args = { pop.now + pop.retry_after, id, pop.connection, q, pop.now,
           os.date("%Y-%m-%d %H:%M:%S", pop.now), pop.count, pop.worker, pop.number, pop.ttl,
-          pop.heartbeat_ms, pop.heartbeat }, id
+          pop.heartbeat_ms, pop.heartbeat }
+    for i = 1, #pop.finished do args[12 + i] = pop.finished[i] end
+    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
+            workers, alive }, args, id
 end
 
 -- A pop reply as a list of {payload, reserved copy} pairs in queue order (empty
@@ -141,16 +143,20 @@ end
 -- Gives back the jobs of q that worker took and did not start (scripts/give_back.lua;
 -- mode: "own", "retire", "dead" or "killed"). Returns how many went back (false for
 -- "dead" while the worker's heartbeat is still there) and, for "dead" and "killed",
--- the job it started last when that is still reserved, as {number =, payload =,
--- reserved =}. limit: the most seconds to wait out a Redis outage (default: none).
+-- the jobs it started that are still reserved, a list of {number =, payload =,
+-- reserved =} (empty when none). limit: the most seconds to wait out a Redis
+-- outage (default: none).
 function M.give_back(q, worker, mode, limit)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, worker)
     local r = redis.script("queue", "give_back", { list, reserved, notify, record, workers, alive },
         { worker, mode }, limit)
     if r == -1 then return false end
-    if r[2] then return r[1], { number = r[2], payload = r[3], reserved = r[4] } end
-    return r[1]
+    local running = {}
+    for i = 2, #r, 3 do
+        running[#running + 1] = { number = r[i], payload = r[i + 1], reserved = r[i + 2] }
+    end
+    return r[1], running
 end
 
 -- The ids of the workers recorded as holding jobs of q.

@@ -15,7 +15,7 @@
 -- succeeds, with one line when the outage starts and one when Redis is back:
 --   call, script    commands safe to run twice: sent again after any transient
 --                   failure, without limit (a script may be given one); meanwhile
---                   the running job's timeout stands still (host.waiting)
+--                   the timeouts of the jobs in flight stand still (held_time)
 --   call_once       a command not safe to run twice: sent again only when Redis
 --                   did not run it, for at most `limit` seconds (nil: no limit);
 --                   a lost connection raises
@@ -76,6 +76,30 @@ function M.is_refusal(message, kind)
     return code ~= nil and not PASSING[code]
 end
 
+-- Commands waiting out an outage without limit, since when, and the seconds such
+-- waits took before.
+local holding, held_since, held_before = 0, nil, 0
+
+-- Seconds so far during which a command waited out an outage without limit: the
+-- timeouts of jobs in flight do not count them.
+function M.held_time()
+    if held_since then return held_before + host.clock() - held_since end
+    return held_before
+end
+
+local function hold(on)
+    if on then
+        holding = holding + 1
+        if holding == 1 then held_since = host.clock() end
+    else
+        holding = holding - 1
+        if holding == 0 then
+            held_before = held_before + host.clock() - held_since
+            held_since = nil
+        end
+    end
+end
+
 -- Whether an outage is under way: a transient failure was the last word of Redis.
 function M.in_outage()
     return in_outage
@@ -112,16 +136,16 @@ local function attempt(repeat_lost, limit, fn, ...)
         on_outage(value)
     end
     local started, delay = host.clock(), FIRST_DELAY
-    local hold = limit == nil
-    if hold then host.waiting(true) end
+    local held = limit == nil
+    if held then hold(true) end
     repeat
         if limit and host.clock() - started + delay > limit then break end
         if interrupted and interrupted() then break end
-        host.sleep(delay)
+        host.sleep(delay, true)
         delay = math.min(delay * 2, MAX_DELAY)
         ok, value, kind = fn(...)
     until ok or not waits_out(value, kind, repeat_lost)
-    if hold then host.waiting(false) end
+    if held then hold(false) end
     if ok and in_outage then
         in_outage = false
         on_back()

@@ -1,6 +1,6 @@
 /* signals: the signals every luaworker process handles, as queue:work does: TERM,
  * INT and QUIT stop after the current job, USR2 pauses and CONT resumes taking jobs,
- * HUP reloads (the worker ends after its current job and a fresh one starts). The
+ * HUP reloads (the worker ends after the jobs in flight and a fresh one starts). The
  * supervisor forwards them to its workers. A worker starts with them blocked and
  * unblocks them once its handlers are in place, so that one sent meanwhile waits
  * for them instead of being lost or killing it, and blocks them again when it

@@ -70,16 +70,12 @@ static void end_write(struct slot *s, uint32_t seq)
     atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
 
-void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout)
+void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout, uint64_t started_ns)
 {
-    uint64_t now = slot_now_ns();
     uint32_t seq = begin_write(s);
     atomic_store_explicit(&s->job, job, memory_order_relaxed);
     atomic_store_explicit(&s->timeout, timeout, memory_order_relaxed);
-    atomic_store_explicit(&s->started_ns, now, memory_order_relaxed);
-    /* a wait for Redis under way (the next jobs' pop) counts from the job's start */
-    if (atomic_load_explicit(&s->waiting, memory_order_relaxed))
-        atomic_store_explicit(&s->waiting_since_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&s->started_ns, started_ns, memory_order_relaxed);
     end_write(s, seq);
 }
 
@@ -91,21 +87,6 @@ void slot_job_end(struct slot *s)
     end_write(s, seq);
 }
 
-void slot_wait(struct slot *s, int waiting)
-{
-    uint64_t now = slot_now_ns();
-    uint32_t seq = begin_write(s);
-    if (waiting && !atomic_load_explicit(&s->waiting, memory_order_relaxed)) {
-        atomic_store_explicit(&s->waiting_since_ns, now, memory_order_relaxed);
-        atomic_store_explicit(&s->waiting, 1, memory_order_relaxed);
-    } else if (!waiting && atomic_load_explicit(&s->waiting, memory_order_relaxed)) {
-        uint64_t waited = now - atomic_load_explicit(&s->waiting_since_ns, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->started_ns, waited, memory_order_relaxed);
-        atomic_store_explicit(&s->waiting, 0, memory_order_relaxed);
-    }
-    end_write(s, seq);
-}
-
 int slot_read_job(const struct slot *s, struct slot_job *out)
 {
     struct slot *w = (struct slot *)s;  /* atomic loads take non-const pointers in C11 */
@@ -113,7 +94,6 @@ int slot_read_job(const struct slot *s, struct slot_job *out)
         uint32_t seq = atomic_load_explicit(&w->seq, memory_order_acquire);
         out->job = atomic_load_explicit(&w->job, memory_order_relaxed);
         out->timeout = atomic_load_explicit(&w->timeout, memory_order_relaxed);
-        out->waiting = atomic_load_explicit(&w->waiting, memory_order_relaxed);
         out->started_ns = atomic_load_explicit(&w->started_ns, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (!(seq & 1) && atomic_load_explicit(&w->seq, memory_order_relaxed) == seq)
@@ -124,7 +104,7 @@ int slot_read_job(const struct slot *s, struct slot_job *out)
 
 int slot_job_overdue(const struct slot_job *j, uint64_t now)
 {
-    if (!j->job || j->waiting || j->timeout == 0 || now <= j->started_ns)
+    if (!j->job || j->timeout == 0 || now <= j->started_ns)
         return 0;
     return now - j->started_ns >= (uint64_t)j->timeout * 1000000000u;
 }

@@ -10,8 +10,8 @@
  *   supervisor, before it starts a worker: predecessor, predecessor_job,
  *     predecessor_timeout, predecessor_death; it zeroes the worker's part.
  *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
- *     job fields (a sequence lock) as jobs start and end and while it waits for
- *     Redis; reason just before it exits. */
+ *     job fields (a sequence lock) each time a job in flight gets or leaves the CPU;
+ *     reason just before it exits. */
 #ifndef LUAWORKER_SLOT_H
 #define LUAWORKER_SLOT_H
 
@@ -26,7 +26,7 @@ struct slot {
     /* written by the supervisor before the worker starts */
     char predecessor[SLOT_ID_MAX];   /* the worker this one replaces, when that one ended
                                       * without giving back its jobs; "" otherwise */
-    uint64_t predecessor_job;        /* the number of the job it ran when it ended:
+    uint64_t predecessor_job;        /* the number of the job that had the CPU when it ended:
                                       * killed for running past its timeout, or a
                                       * crash; 0 when none */
     uint32_t predecessor_timeout;    /* that job's timeout in seconds, when it was
@@ -38,18 +38,16 @@ struct slot {
     _Atomic uint32_t ready;          /* its handlers are loaded */
     char reason[32];                 /* why it stopped ("max_jobs"...) */
     _Atomic uint32_t seq;            /* the sequence lock: odd while the fields below change */
-    _Atomic uint64_t job;            /* the number of the job running, 0 between jobs */
+    _Atomic uint64_t job;            /* the number of the job that has the CPU, 0 when none */
     _Atomic uint32_t timeout;        /* its timeout in seconds, 0 for none */
-    _Atomic uint32_t waiting;        /* waiting for Redis: the timeout stands still */
-    _Atomic uint64_t started_ns;     /* CLOCK_MONOTONIC at its start, moved on by each wait */
-    _Atomic uint64_t waiting_since_ns;
+    _Atomic uint64_t started_ns;     /* CLOCK_MONOTONIC at its start, moved on by the
+                                      * time Redis outages held it up */
 };
 
 /* A consistent copy of a slot's job fields. */
 struct slot_job {
     uint64_t job;
     uint32_t timeout;
-    uint32_t waiting;
     uint64_t started_ns;
 };
 
@@ -65,21 +63,17 @@ void slot_unmap(struct slot *s);
 /* Supervisor side: zeroes the worker's part, before a worker starts. */
 void slot_clear_worker(struct slot *s);
 
-/* Worker side: job started (timeout in seconds, 0 for none); the job ended. */
-void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout);
+/* Worker side: job (timeout in seconds, 0 for none; started at started_ns, moved on
+ * by the time outages held it up) gets the CPU; no job has it. */
+void slot_job_start(struct slot *s, uint64_t job, uint32_t timeout, uint64_t started_ns);
 void slot_job_end(struct slot *s);
-
-/* Worker side: the worker starts (waiting 1) or stops (0) waiting for Redis. The
- * time it waits does not count toward the running job's timeout. */
-void slot_wait(struct slot *s, int waiting);
 
 /* Supervisor side: copies the job fields. Returns 0, or -1 when the worker was
  * writing them all along (or died while writing them). */
 int slot_read_job(const struct slot *s, struct slot_job *out);
 
-/* Supervisor side: whether job j has run past its timeout at now (slot_now_ns),
- * the time it waited for Redis not counted. A job that started after now (the
- * worker runs on another CPU) has not. */
+/* Supervisor side: whether job j has run past its timeout at now (slot_now_ns). A
+ * job that started after now (the worker runs on another CPU) has not. */
 int slot_job_overdue(const struct slot_job *j, uint64_t now);
 
 /* CLOCK_MONOTONIC in nanoseconds, the clock of started_ns. */

@@ -133,8 +133,9 @@ static void describe_end(int status, char *out, size_t outlen)
 }
 
 /* Tells the next worker of w's slot whom it replaces: the worker that just ended
- * without giving back its jobs, and the job it ran (killed for its timeout, or a
- * crash: how it ended), or nobody. */
+ * without giving back its jobs, and the job that had the CPU (killed for its
+ * timeout; or a crash: how it ended, which concerns every job it had in flight), or
+ * nobody. */
 static void name_predecessor(struct worker *w, int clean, int status)
 {
     struct slot *sl = w->slot;
@@ -150,8 +151,9 @@ static void name_predecessor(struct worker *w, int clean, int status)
     if (w->timed_out) {
         sl->predecessor_job = w->killed.job;
         sl->predecessor_timeout = w->killed.timeout;
-    } else if (slot_read_job(sl, &running) == 0 && running.job) {
-        sl->predecessor_job = running.job;
+    } else {
+        if (slot_read_job(sl, &running) == 0)
+            sl->predecessor_job = running.job;
         describe_end(status, sl->predecessor_death, sizeof sl->predecessor_death);
     }
 }
@@ -305,7 +307,7 @@ static void stop_all(struct supervisor *s, int sig)
         ev_break(s->loop, EVBREAK_ALL);
 }
 
-/* Each worker ends after its current job (HUP) and a fresh one starts. */
+/* Each worker ends after the jobs it has in flight (HUP) and a fresh one starts. */
 static void reload(struct supervisor *s)
 {
     for (int i = 0; i < s->nworkers; i++)
@@ -339,7 +341,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)
                 kill(s->workers[i].pid, sig->signum);
         break;
     case SIGHUP:
-        say("reloading: each worker ends after its current job and a fresh one starts");
+        say("reloading: each worker ends after the jobs it has in flight and a fresh one starts");
         reload(s);
         break;
     default:

@@ -73,7 +73,7 @@ function M.wait(queues)
     end
     if #open == 0 then
         local sleep = settings.options.sleep
-        host.sleep(math.min(bound, sleep > 0 and sleep or 1))
+        host.sleep(math.min(bound, sleep > 0 and sleep or 1), true)
         return
     end
     local wait, exact = bound, false
@@ -95,7 +95,7 @@ function M.wait(queues)
     -- a change of a delayed set ends the wait, and the next starts with a read:
     -- at most INVALIDATION_RATE of those a second, however busy the sets are
     local since = host.clock() - invalidated_at
-    if since < 1 / INVALIDATION_RATE then host.sleep(1 / INVALIDATION_RATE - since) end
+    if since < 1 / INVALIDATION_RATE then host.sleep(1 / INVALIDATION_RATE - since, true) end
     redis.wait_notify(wait == math.huge and -1 or wait, exact, notify)
     if host.take_invalidated() then invalidated_at = host.clock() end
 end

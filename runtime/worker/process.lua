@@ -1,8 +1,8 @@
 -- luaworker.process: Laravel's Worker::process for one job: the "already exceeds"
 -- check, the handler (through call_queued_handler), and on an error
 -- handleJobException: the maxTries / retryUntil / maxExceptions rules, then the
--- release with the backoff. And the timeout rules for a job whose process was ended
--- for running past its timeout. Reference: laravel-queue-reference.md 8.5-8.10.
+-- release with the backoff. And the timeout rules for a job that ran past its
+-- timeout. Reference: laravel-queue-reference.md 8.5-8.10.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.task"
@@ -124,9 +124,10 @@ local function run_job(job, started)
     output.job("success", job, nil, host.clock() - started)
 end
 
--- Worker::process for one job. Its start is recorded in Redis first (a job killed
--- from here on is one that ran: it stays reserved, by Laravel's rules), and the
--- supervisor ends this process if it runs past its timeout.
+-- Worker::process for one job, in a task of its own (luaworker.in_flight keeps its
+-- timeout). Its start is recorded in Redis first (a job killed from here on is one
+-- that ran: it stays reserved, by Laravel's rules). Once the job's code has
+-- returned or raised, job.settling is set: what is left writes its outcome.
 function M.process(job)
     local started = host.clock()
     if job.undecodable then
@@ -135,8 +136,8 @@ function M.process(job)
         return
     end
     if not reservations.start(job) then return end
-    host.report_start(job.number or 0, tonumber(job:timeout()) or settings.options.timeout)
     local ok, err, trace = task.run(run_job, job, started)
+    job.settling = true
     if not ok then
         local handled, herr, htrace = task.run(handle_job_exception, job,
             failing.exception_info(err, trace), started)
@@ -146,28 +147,44 @@ function M.process(job)
         end
     end
     events.fire_safely("attempted", job, nil, { exception_occurred = not ok })
-    host.report_end()
 end
 
--- Worker::registerTimeoutHandler's decisions, for a job whose process was ended
--- because it ran past its timeout (seconds): fail it when that was its last
--- attempt, when maxExceptions is reached (a timeout counts as an exception) or when
--- it has failOnTimeout; otherwise leave it reserved, to come back after retry_after.
-function M.handle_timed_out_job(job, timeout)
+-- Worker::registerTimeoutHandler's decisions, for a job that ran past its timeout
+-- (seconds): fail it when that was its last attempt, when maxExceptions is reached
+-- (a timeout counts as an exception) or when it has failOnTimeout; otherwise leave
+-- it reserved, to come back after retry_after. how: "process" when its process was
+-- ended for it, "stopped" when it was stopped where it waited (the process goes
+-- on). A stopped job whose code had ended, or had deleted, released or failed it,
+-- keeps that outcome: the rules are not applied again.
+function M.handle_timed_out_job(job, timeout, how)
     local exc = failing.exception_info(failing.max_attempts_exception(job), "")
-    local ok, err, trace = task.run(function()
-        fail_if_will_exceed_max_attempts(job, exc)
-        fail_if_will_exceed_max_exceptions(job, exc)
-        if job:should_fail_on_timeout() then failing.fail(job, exc.value, exc.text) end
-    end)
+    local decided = how == "stopped"
+        and (job.settling or job:is_deleted_or_released() or job:has_failed())
+    local ok, err, trace = true, nil, nil
+    if not decided then
+        ok, err, trace = task.run(function()
+            fail_if_will_exceed_max_attempts(job, exc)
+            fail_if_will_exceed_max_exceptions(job, exc)
+            if job:should_fail_on_timeout() then failing.fail(job, exc.value, exc.text) end
+        end)
+    end
     events.fire_safely("timed_out", job, exc, { timeout = timeout })
     if not ok then
         output.error("while handling the timeout of " .. output.text(job:name()) .. ": "
             .. tostring(redis.is_error(err) and err.message or trace), job)
     end
-    output.error(string.format("%s (attempt %s) ran past its timeout of %ds; its process was ended%s",
+    local outcome
+    if decided then
+        outcome = ", after its outcome was decided, which stands"
+    elseif job:has_failed() then
+        outcome = "; failed"
+    else
+        outcome = ", and it stays reserved until retry_after"
+    end
+    output.error(string.format("%s (attempt %s) ran past its timeout of %ds; %s%s",
         output.text(job:name()), job:attempts(), timeout,
-        job:has_failed() and "; failed" or ", and it stays reserved until retry_after"), job)
+        how == "process" and "its process was ended" or "it was stopped where it waited",
+        outcome), job)
 end
 
 -- A job whose process died while it ran (a crash, os.exit in its handler, a kill

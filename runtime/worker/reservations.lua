@@ -5,11 +5,14 @@
 -- A pop reserves up to BATCH_MAX jobs, each as by its own Laravel pop, and records
 -- them against this process's id in the same script (scripts/pop.lua: its record
 -- queues:Q:luaworker:<id>, the set queues:Q:luaworker:workers, its heartbeat
--- queues:Q:luaworker:<id>:alive). They run in order; while a full batch runs, the
--- pop of the next one is under way. A job's start is recorded (the record's field
--- `started`) and written to Redis, with the delete of the job before it, before its
--- handler runs. Jobs numbered above `started` were not started, and go back to the
--- head of their queue as they were, attempts uncharged (scripts/give_back.lua):
+-- queues:Q:luaworker:<id>:alive). They start in number order (up to --concurrency
+-- of them run at once); while a full batch is taken, the pop of the next one is
+-- under way. A job's start is recorded (the record's field `started`) and written
+-- to Redis, with whatever else is queued (the deletes of jobs that ended), before
+-- its handler runs; the next pop drops the record's entries of the jobs that ended
+-- since the last one. Jobs numbered above `started` were not started, and go back
+-- to the head of their queue as they were, attempts uncharged
+-- (scripts/give_back.lua):
 --   - when this worker held them over HOLD seconds (behind a slow job), pauses,
 --     stops, lost a pop's reply, or outlived its lease (below);
 --   - when this worker died: at once by the worker its supervisor starts in its
@@ -65,6 +68,7 @@ local migrated_at = {}         -- queue -> the Unix second its due jobs were las
 local ahead = { q = nil, jobs = {}, next = 1, at = 0, started = 0, first = 0 }
 local pending                  -- the pop of the next batch under way: {q, handle, at, number}
 local batch_size = 1
+local finished = {}            -- queue -> the numbers of its jobs that ended since its last pop
 
 -- Starts the heartbeat of this process on each of its queues.
 function M.setup()
@@ -117,9 +121,27 @@ local function pop_args(q, count)
     local now = host.now()
     local number = next_number
     next_number = next_number + count
+    local ended = finished[q] or {}
+    finished[q] = nil
     return { now = now, retry_after = options.retry_after, connection = settings.connection_name,
         count = count, worker = id, number = number, ttl = options.retry_after + RECORD_MARGIN,
-        heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list }, number
+        heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list,
+        finished = ended }, number
+end
+
+-- Notes that job, taken by this worker, ended: its outcome is in Redis, or on its
+-- way before the next pop (a delete), or it left this worker's hands. Its record's
+-- entries go with the next pop of its queue. (Lost with that pop's reply, they stay
+-- until the record expires: started and no longer reserved, they mean nothing.)
+function M.finished(job)
+    if not job.number then return end
+    local q = job:queue()
+    local list = finished[q]
+    if not list then
+        list = {}
+        finished[q] = list
+    end
+    list[#list + 1] = job.number
 end
 
 -- Raises err, the failure of a pop of q, noting first that its reply may have been
@@ -272,10 +294,10 @@ function M.next_job(queues, limit)
     return job
 end
 
--- Records that job starts, and writes that now, with what else is queued: the
--- delete of the job before it, so that at any moment at most one job of this
--- process is between its start and its outcome in Redis. (A delete is also written
--- by the next command the worker waits for.) Returns whether to run it: when the
+-- Records that job starts, and writes that now, with what else is queued (the
+-- deletes of jobs that ended), so that only the jobs in flight are between their
+-- start and their outcome in Redis. (A delete is also written by the next command
+-- the worker waits for.) Returns whether to run it: when the
 -- connection was down (an outage the worker has seen, though its lease still
 -- held), the record waits for the next connection and may reach Redis after
 -- another process found the heartbeat gone and gave the job back; then the worker
@@ -313,28 +335,38 @@ local function report_running(worker, job)
 end
 
 -- What the worker this one replaces left, when it died without giving back its jobs:
--- the jobs it had not started go back at once. Returns the job it ran when it was
--- killed for running past its timeout or crashed (as its supervisor says), with that
--- timeout (0 for a crash) and how it ended ("killed by signal 11 ..."); nil when
--- none. Raises what Redis raises.
+-- the jobs it had not started go back at once. Returns the jobs it had started and
+-- not finished, a list of {job =, timeout =, death =}: timeout is the job's timeout
+-- when its process was ended for it (the job that had the CPU past its timeout, as
+-- its supervisor says), else 0; death says how the process ended ("killed by signal
+-- 11 ...", or that another job ran past its timeout). Raises what Redis raises.
 function M.take_over()
-    local predecessor, running_number, timeout, death = host.predecessor()
-    if not predecessor then return nil end
-    local given, ended = 0, nil
+    local predecessor, cpu_number, timeout, death = host.predecessor()
+    if not predecessor then return {} end
+    if timeout > 0 then
+        death = string.format("ended because another of its jobs ran past its timeout of %ds", timeout)
+    end
+    local given, ended = 0, {}
     for _, q in ipairs(settings.queues) do
         local n, running = queue.give_back(q, predecessor, "killed")
         given = given + n
-        if running and running.number == running_number then
-            ended = job_of(q, running.payload, running.reserved)
-        elseif running then
-            report_running(predecessor, job_of(q, running.payload, running.reserved))
+        for _, r in ipairs(running) do
+            local job = job_of(q, r.payload, r.reserved)
+            job.number = r.number
+            if r.number == cpu_number and timeout > 0 then
+                ended[#ended + 1] = { job = job, timeout = timeout }
+            elseif death ~= "" then
+                ended[#ended + 1] = { job = job, timeout = 0, death = death }
+            else
+                report_running(predecessor, job)
+            end
         end
     end
     if given > 0 then
         output.error(string.format("worker %s ended without giving back its jobs: %d it had not "
             .. "started went back to the queue", predecessor, given))
     end
-    return ended, timeout, death
+    return ended
 end
 
 -- Every TTL/2: gives back the jobs not started of each worker of these queues whose
@@ -355,7 +387,9 @@ function M.recover_dead_workers()
                     output.error(string.format("worker %s stopped beating: %d jobs it had not "
                         .. "started went back to queue %s", others[i], given, q))
                 end
-                if running then report_running(others[i], job_of(q, running.payload, running.reserved)) end
+                for _, r in ipairs(running or {}) do
+                    report_running(others[i], job_of(q, r.payload, r.reserved))
+                end
             end
         end
     end

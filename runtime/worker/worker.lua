@@ -1,6 +1,9 @@
 -- luaworker.worker: `luaworker work`, Laravel's queue Worker: the daemon loop
 -- (Worker::daemon), stopIfNecessary, pausing, maintenance mode, --once. Taking jobs
--- is reservations.lua's, running one process.lua's, waiting for one idle.lua's.
+-- is reservations.lua's, running one process.lua's (up to --concurrency at once,
+-- in_flight.lua's), waiting for one idle.lua's. The loop takes a job whenever
+-- fewer than --concurrency are in flight; stopping, it takes no new one and lets
+-- those in flight finish (within their timeouts), as queue:work finishes its one.
 -- Reference: laravel-queue-reference.md 8.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
@@ -10,6 +13,7 @@ local handlers = require "luaworker.handlers"
 local handler_env = require "luaworker.handler_env"
 local output = require "luaworker.output"
 local process = require "luaworker.process"
+local in_flight = require "luaworker.in_flight"
 local reservations = require "luaworker.reservations"
 local idle = require "luaworker.idle"
 local settings = require "luaworker.settings"
@@ -28,7 +32,6 @@ local ONE_SHOT_WAIT = 10
 local HEARTBEAT, HEARTBEAT_SHARE, HEARTBEAT_MIN = 10, 1 / 3, 0.5
 
 local options
-local in_job = false  -- a job is in hand (process.process runs)
 
 -- The restart key written by `queue:restart` (and `luaworker restart`).
 local restart_unreadable = false   -- said that the restart signal cannot be read
@@ -75,7 +78,7 @@ local function guarded(what, fn, ...)
     end
     if redis.note_outage(result) then return false end
     output.error(what .. ": " .. tostring(redis.is_error(result) and result.message or result))
-    host.sleep(error_delay)
+    host.sleep(error_delay, true)
     error_delay = math.min(error_delay * 2, ERROR_DELAY_MAX)
     return false
 end
@@ -140,7 +143,14 @@ local function give_back(how)
     reservations.report_send_errors()
 end
 
+-- Stops: the jobs reserved ahead go back at once, those in flight finish, then the
+-- worker retires (its record and heartbeat last until then: a crash meanwhile
+-- leaves its successor what it needs).
 local function stop(status, reason)
+    if in_flight.count() > 0 then
+        give_back(reservations.settle)
+        in_flight.drain()
+    end
     give_back(reservations.retire)
     events.fire_safely("stopping", nil, nil, { status = status, reason = reason })
     host.report_exit(reason)
@@ -157,24 +167,22 @@ local function get_next_job(queues, limit)
     return ok and job or nil
 end
 
--- Runs job (Worker::process), noting that a job is in hand meanwhile.
-local function run(job)
-    in_job = true
-    process.process(job)
-    in_job = false
-end
-
--- What the worker this one replaces left: its jobs not started go back, and the job
--- it ran gets Laravel's rules for a job killed for its timeout, or whose worker died.
+-- What the worker this one replaces left: its jobs not started go back, and those
+-- it had in flight get Laravel's rules for a job killed for its timeout, or whose
+-- worker died.
 local function take_over()
-    local ok, ended, timeout, death = task.run(reservations.take_over)
+    local ok, ended = task.run(reservations.take_over)
     if not ok then
         output.error("could not settle what the previous worker left: "
             .. tostring(redis.is_error(ended) and ended.message or ended))
-    elseif ended and timeout > 0 then
-        process.handle_timed_out_job(ended, timeout)
-    elseif ended then
-        process.handle_crashed_job(ended, death)
+        return
+    end
+    for _, e in ipairs(ended) do
+        if e.timeout > 0 then
+            process.handle_timed_out_job(e.job, e.timeout, "process")
+        else
+            process.handle_crashed_job(e.job, e.death)
+        end
     end
 end
 
@@ -191,6 +199,9 @@ local function prepare(cli, cfg)
     end
     options.heartbeat = options.heartbeat
         or math.max(HEARTBEAT_MIN, math.min(HEARTBEAT, options.retry_after * HEARTBEAT_SHARE))
+    -- checked by main.c in the process the user started
+    options.concurrency = options.concurrency or tonumber(os.getenv("LUAWORKER_CONCURRENCY")) or 1
+    in_flight.configure(options.concurrency)
     luaworker.connection_name = settings.connection_name
     if options.env_file then
         down_file = (options.env_file:match("^(.*)/[^/]*$") or ".") .. "/storage/framework/down"
@@ -209,7 +220,7 @@ local function prepare(cli, cfg)
         outage_since = nil
         output.error("connection to Redis at " .. host.describe("queue") .. " is back")
     end, function()
-        if in_job then return false end
+        if in_flight.count() > 0 then return false end
         return (host.signals()) or one_shot and outage_since ~= nil
             and host.clock() - outage_since >= ONE_SHOT_WAIT
     end)
@@ -241,16 +252,17 @@ function M.run(cli, cfg)
 
     if options.once then
         if down_for_maintenance() then
-            host.sleep(options.sleep)
+            host.sleep(options.sleep, true)
             return EXIT_OK
         end
         local job = get_next_job(queues, 1)
         if job then
-            run(job)
+            in_flight.run(job)
+            in_flight.drain()
         elseif redis.in_outage() then
             return stop(gave_up())
         else
-            host.sleep(options.sleep)
+            host.sleep(options.sleep, true)
         end
         give_back(reservations.retire)
         return EXIT_OK
@@ -263,16 +275,20 @@ function M.run(cli, cfg)
             or events.fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
             give_back(reservations.settle)
             local quit, _, reload = host.signals()
-            if not (quit or reload) then host.sleep(options.sleep > 0 and options.sleep or 1) end
+            if not (quit or reload) then host.sleep(options.sleep > 0 and options.sleep or 1, true) end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
+            if status then return stop(status, reason) end
+        elseif in_flight.full() then
+            in_flight.wait()
+            local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, true)
             if status then return stop(status, reason) end
         else
             local job = get_next_job(queues,
                 options.max_jobs > 0 and options.max_jobs - jobs_processed or math.huge)
             if job then
                 jobs_processed = jobs_processed + 1
-                run(job)
-                if options.rest > 0 then host.sleep(options.rest) end
+                in_flight.run(job)
+                if options.rest > 0 then host.sleep(options.rest, true) end
             elseif not options.stop_when_empty then
                 guarded("error while waiting for a job", idle.wait, queues)
             end

@@ -1,0 +1,117 @@
+-- luaworker.in_flight: the jobs a worker process runs at once (--concurrency), each
+-- in a task of its own (luaworker.task): while one waits (Redis, a sleep), the
+-- others run.
+--
+-- Timeouts: a job that waits past its timeout is stopped where it waits (its task
+-- abandoned: the timer it waited for stopped, a reply it waited for dropped), then
+-- Laravel's timeout rules apply to it (process.handle_timed_out_job) and the
+-- process and the other jobs go on. A job that keeps the CPU past its timeout
+-- cannot be stopped from inside: the slot names the job that has the CPU, each
+-- time one gets it, and the supervisor ends the process (its successor settles
+-- what it had in flight, see reservations.take_over). A job's timeout does not
+-- count the time Redis outages held up the process's commands (redis.held_time).
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local task = require "luaworker.task"
+local output = require "luaworker.output"
+local process = require "luaworker.process"
+local reservations = require "luaworker.reservations"
+local settings = require "luaworker.settings"
+
+local M = {}
+
+local concurrency = 1
+local count = 0               -- jobs in flight
+local FREED = {}              -- the key the worker loop waits on for a job to end
+local loop_waits = false
+
+-- The job of task t gets the CPU, or leaves it.
+local function enter(t)
+    host.report_running(t.job.number or 0, t.timeout, t.started + redis.held_time() - t.held_at)
+end
+
+local function leave()
+    host.report_end()
+end
+
+-- Job's time in flight ended (its task ended, or its timeout was handled).
+local function ended(job)
+    count = count - 1
+    reservations.finished(job)
+    if loop_waits then task.wake(FREED) end
+end
+
+local function on_end(t, ok, err, trace)
+    if t.deadline then task.cancel(t.deadline) end
+    if not ok then
+        output.error("internal error while running " .. output.text(t.job:name()) .. ": "
+            .. tostring(trace or err), t.job)
+    end
+    ended(t.job)
+end
+
+local expire
+
+-- Arms t's deadline: seconds from now, moved on by the time outages hold it up.
+local function arm(t, seconds)
+    t.deadline = task.after(seconds, function() expire(t) end)
+end
+
+-- t's deadline passed (unless an outage moved it): t is stopped where it waits,
+-- and a task of its own applies the timeout rules.
+function expire(t)
+    t.deadline = nil
+    if t.done or t.abandoned then return end
+    local left = t.started + t.timeout + redis.held_time() - t.held_at - host.clock()
+    if left > 0.001 then return arm(t, left) end
+    task.abandon(t)
+    task.spawn(function(_, ok, err, trace)
+        if not ok then
+            output.error("while handling the timeout of " .. output.text(t.job:name()) .. ": "
+                .. tostring(trace or err), t.job)
+        end
+        ended(t.job)
+    end, nil, process.handle_timed_out_job, t.job, t.timeout, "stopped")
+end
+
+function M.configure(n)
+    concurrency = n
+end
+
+-- How many jobs are in flight.
+function M.count()
+    return count
+end
+
+-- Whether as many jobs are in flight as --concurrency allows.
+function M.full()
+    return count >= concurrency
+end
+
+-- Starts job (process.process) in a task of its own; it runs until it first waits
+-- before run returns.
+function M.run(job)
+    count = count + 1
+    local timeout = tonumber(job:timeout()) or settings.options.timeout
+    timeout = timeout > 0 and timeout or 0
+    local t = { job = job, timeout = timeout, started = host.clock(), held_at = redis.held_time(),
+        enter = enter, leave = leave }
+    if timeout > 0 then arm(t, timeout) end
+    task.spawn(on_end, t, process.process, job)
+end
+
+-- Waits until a job in flight ends; returns at once when none is in flight. For
+-- the worker loop's task only.
+function M.wait()
+    if count == 0 then return end
+    loop_waits = true
+    task.suspend(FREED)
+    loop_waits = false
+end
+
+-- Waits until no job is in flight.
+function M.drain()
+    while count > 0 do M.wait() end
+end
+
+return M

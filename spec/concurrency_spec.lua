@@ -1,0 +1,232 @@
+-- --concurrency: many jobs in flight in one worker process, each in a task of its
+-- own; their hooks; timeouts of jobs that wait (stopped where they wait, the
+-- process goes on) and of a job that keeps the CPU (its process ended, the jobs it
+-- had in flight settled); stopping with jobs in flight.
+local H = require "spec.helpers"
+
+-- Each run: INCR spec:now and push the count (how many run at this moment) to
+-- spec:counts, then the command's action, then DECR. Actions: "sleep" waits
+-- command.seconds; "spin" loops forever; anything else returns at once. Each job
+-- that finishes pushes its id to spec:finished, with the Redis client id of its
+-- process (client:<id>).
+local HANDLER = [[
+local luaworker = require "luaworker"
+return {
+    handle = function(job, command)
+        luaworker.redis("RPUSH", "spec:counts", luaworker.redis("INCR", "spec:now"))
+        luaworker.redis("RPUSH", "spec:handle", job:id())
+        if command.action == "sleep" then
+            luaworker.sleep(tonumber(command.seconds))
+        elseif command.action == "spin" then
+            local n = 0
+            while true do n = n + 1 end
+        end
+        luaworker.redis("DECR", "spec:now")
+        luaworker.redis("RPUSH", "spec:finished", job:id())
+        luaworker.redis("SADD", "spec:clients", luaworker.redis("CLIENT", "ID"))
+    end,
+    failed = function(job, command, err)
+        luaworker.redis("RPUSH", "spec:failed", job:id())
+    end,
+}
+]]
+
+local INIT = [[
+local luaworker = require "luaworker"
+luaworker.before(function(e) luaworker.redis("RPUSH", "spec:events", "before " .. e.job:id()) end)
+luaworker.after(function(e) luaworker.redis("RPUSH", "spec:events", "after " .. e.job:id()) end)
+luaworker.timed_out(function(e) luaworker.redis("RPUSH", "spec:timed_out", e.job:id()) end)
+]]
+
+local function spec_job(id, action, seconds, fields)
+    fields = fields or {}
+    fields.id = id
+    local props = string.format('s:6:"action";s:%d:"%s";s:7:"seconds";s:%d:"%s";',
+        #action, action, #tostring(seconds or 0), tostring(seconds or 0))
+    fields.data = { commandName = "App\\Jobs\\Spec",
+        command = 'O:13:"App\\Jobs\\Spec":2:{' .. props .. '}' }
+    return H.payload(fields)
+end
+
+local function max_count()
+    local m = 0
+    for _, c in ipairs(H.r("LRANGE", "spec:counts", 0, -1)) do m = math.max(m, tonumber(c)) end
+    return m
+end
+
+local handlers, workers
+
+local function start(args, opts)
+    local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
+    for _, a in ipairs(args or {}) do full[#full + 1] = a end
+    local w = H.spawn(full, opts)
+    workers[#workers + 1] = w
+    return w
+end
+
+local function finished() return H.r("LRANGE", "spec:finished", 0, -1) end
+
+describe("luaworker work --concurrency", function()
+    before_each(function()
+        H.flush()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER, ["init.lua"] = INIT })
+        workers = {}
+    end)
+
+    after_each(function()
+        for _, w in ipairs(workers) do w:stop() end
+    end)
+
+    it("runs up to N jobs at once in one process, never more, each in turn while the others wait", function()
+        for i = 1, 30 do H.push(spec_job("c" .. i, "sleep", 1)) end
+        local w = start({ "--concurrency=10" })
+        H.wait_until(function() return #finished() == 30 end, 30, "the 30 jobs")
+        assert.are.equal(10, max_count())
+        assert.are.equal(1, H.r("SCARD", "spec:clients"))
+        local list, _, reserved = H.keys()
+        assert.are.same({ 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", reserved) })
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("takes LUAWORKER_CONCURRENCY when --concurrency is not given", function()
+        for i = 1, 6 do H.push(spec_job("e" .. i, "sleep", 1)) end
+        local w = start({}, { env = { LUAWORKER_CONCURRENCY = "3" } })
+        H.wait_until(function() return #finished() == 6 end, 20, "the 6 jobs")
+        assert.are.equal(3, max_count())
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("refuses a concurrency that is not a whole number from 1, naming where it came from", function()
+        local r = H.run({ "work", "--handlers=" .. handlers, "--concurrency=0" })
+        assert.are.equal(2, r.status)
+        assert.matches("--concurrency=0: expected a whole number of jobs from 1 to 10000", r.stderr)
+        r = H.run({ "work", "--handlers=" .. handlers }, { env = { LUAWORKER_CONCURRENCY = "many" } })
+        assert.are.equal(2, r.status)
+        assert.matches("LUAWORKER_CONCURRENCY=many: expected a whole number of jobs from 1 to 10000",
+            r.stderr)
+    end)
+
+    it("fires each job's hooks with that job, however the jobs interleave", function()
+        H.push(spec_job("slow", "sleep", 1.5))
+        H.push(spec_job("quick", "sleep", 0.2))
+        local w = start({ "--concurrency=2" })
+        H.wait_until(function() return #finished() == 2 end, 10, "the two jobs")
+        assert.are.same({ "quick", "slow" }, finished())
+        assert.are.same({ "before slow", "before quick", "after quick", "after slow" },
+            H.r("LRANGE", "spec:events", 0, -1))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("stops a job that waits past its timeout where it waits; the process and the other jobs go on", function()
+        local stuck = spec_job("stuck", "sleep", 60, { timeout = 1, failOnTimeout = true, maxTries = 5 })
+        H.push(stuck)
+        for i = 1, 3 do H.push(spec_job("o" .. i, "sleep", 2)) end
+        local w = start({ "--concurrency=4" })
+        H.wait_until(function() return #finished() == 3 end, 15, "the other jobs")
+        H.wait_until(function() return H.r("LLEN", "spec:failed") == 1 end, 5, "the stuck job to fail")
+        assert.are.same({ "stuck" }, H.r("LRANGE", "spec:timed_out", 0, -1))
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException",
+            H.failed_record(stuck.uuid).exception)
+        -- the same process ran them all, and was never replaced
+        assert.are.equal(1, H.r("SCARD", "spec:clients"))
+        assert.are.equal(1, #H.children(w.pid))
+        assert.matches("%[stuck%] App\\Jobs\\Spec %(attempt 1%) ran past its timeout of 1s; it was "
+            .. "stopped where it waited; failed", w:stderr())
+        assert.is_nil(w:stderr():match("was killed"))
+        local _, _, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("leaves a job stopped for its timeout with attempts left reserved, as Laravel does", function()
+        H.push(spec_job("stuck", "sleep", 60, { timeout = 1, maxTries = 3 }))
+        local w = start({ "--concurrency=2", "--retry-after=30" })
+        H.wait_until(function() return H.r("LLEN", "spec:timed_out") == 1 end, 10, "the timeout")
+        local _, _, reserved = H.keys()
+        assert.are.equal(1, H.r("ZCARD", reserved))
+        assert.are.equal(0, H.r("LLEN", "spec:failed"))
+        assert.matches("it was stopped where it waited, and it stays reserved until retry_after", w:stderr())
+        -- the process goes on with the queue
+        H.push(spec_job("next", "sleep", 0))
+        H.wait_until(function() return #finished() == 1 end, 10, "the next job")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("ends the process of a job that keeps the CPU past its timeout; its other jobs in flight get "
+        .. "the rules of a crash, those not started go back uncharged", function()
+        H.push(spec_job("w1", "sleep", 30, { maxTries = 1 }))
+        H.push(spec_job("w2", "sleep", 30, { maxTries = 3 }))
+        local spinning = spec_job("spin", "spin", 0, { timeout = 1, failOnTimeout = true })
+        H.push(spinning)
+        for i = 1, 5 do H.push(spec_job("later" .. i, "sleep", 0)) end
+        local w = start({ "--concurrency=3", "--retry-after=60" })
+        H.wait_until(function() return #finished() == 5 end, 20, "the jobs not started, run by the successor")
+        for i = 1, 5 do assert.are.equal("later" .. i, finished()[i]) end
+        -- each ran once: none was charged an attempt before it ran
+        local handled = H.r("LRANGE", "spec:handle", 0, -1)
+        assert.are.same({ "w1", "w2", "spin", "later1", "later2", "later3", "later4", "later5" }, handled)
+        local err = w:stderr()
+        assert.matches("ran past its timeout of 1s; its process was ended; failed", err)
+        -- w1 was on its last attempt: failed now; w2 stays reserved until retry_after
+        assert.matches("%[w1%] App\\Jobs\\Spec %(attempt 1%) was running when its worker died %(ended "
+            .. "because another of its jobs ran past its timeout of 1s%); its last attempt: failed", err)
+        assert.matches("%[w2%] App\\Jobs\\Spec %(attempt 1%) was running when its worker died %(ended "
+            .. "because another of its jobs ran past its timeout of 1s%); it stays reserved", err)
+        assert.are.same({ "w1", "spin" }, H.r("LRANGE", "spec:failed", 0, -1))
+        local _, _, reserved = H.keys()
+        assert.are.equal(1, H.r("ZCARD", reserved))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("stops gracefully with jobs in flight: takes no new one and lets each finish", function()
+        for i = 1, 5 do H.push(spec_job("f" .. i, "sleep", 1.5)) end
+        for i = 1, 40 do H.push(spec_job("n" .. i, "sleep", 0)) end
+        local w = start({ "--concurrency=5" })
+        H.wait_until(function() return H.r("LLEN", "spec:handle") >= 5 end, 10, "five jobs in flight")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(20))
+        assert.are.same({ "f1", "f2", "f3", "f4", "f5" }, H.r("LRANGE", "spec:handle", 0, -1))
+        assert.are.equal(5, #finished())
+        -- the others are in the queue as they were pushed, none reserved or charged
+        local list, _, reserved = H.keys()
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        local left = H.r("LRANGE", list, 0, -1)
+        assert.are.equal(40, #left)
+        for i, text in ipairs(left) do
+            local p = H.json.decode(text)
+            assert.are.same({ "n" .. i, 0 }, { p.id, p.attempts })
+        end
+    end)
+
+    it("reloads with jobs in flight: they finish on the code they started with, new jobs get the new code", function()
+        local v = [[
+local luaworker = require "luaworker"
+return { handle = function(job) luaworker.sleep(1.5); luaworker.redis("RPUSH", "spec:finished", job:id() .. " VERSION") end }
+]]
+        H.write_file(handlers .. "/App/Jobs/Versioned.lua", (v:gsub("VERSION", "v1")))
+        local w = start({ "--concurrency=4" })
+        H.wait_until(function() return #H.children(w.pid) == 1 end, 5, "the worker")
+        H.sleep(0.5)
+        for i = 1, 2 do H.push(H.class_payload("App\\Jobs\\Versioned", { id = "old" .. i })) end
+        H.wait_until(function()
+            local _, _, reserved = H.keys()
+            return H.r("ZCARD", reserved) == 2
+        end, 5, "the two jobs in flight")
+        H.write_file(handlers .. "/App/Jobs/Versioned.lua", (v:gsub("VERSION", "v2")))
+        H.wait_until(function() return w:stderr():match("handlers changed %(.*%): reloading") end, 10,
+            "the change to be seen")
+        H.push(H.class_payload("App\\Jobs\\Versioned", { id = "new" }))
+        H.wait_until(function() return #finished() == 3 end, 20, "the three jobs")
+        local got = finished()
+        table.sort(got)
+        assert.are.same({ "new v2", "old1 v1", "old2 v1" }, got)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+end)
