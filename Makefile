@@ -108,18 +108,20 @@ bench: deps
 
 # make chaos: the long run of the chaos soak (spec/chaos/driver.lua; make test has a
 # short one in spec/chaos_spec.lua). The Laravel app dispatches CHAOS_JOBS jobs in
-# 10 waves onto a redis-server of the driver's own; 4 worker processes run them while
-# the driver, from CHAOS_SEED, kill -9's workers 12 times, kill -9's the supervisor's
-# whole process group twice (each time starting it again and restarting redis-server),
-# restarts the supervisor with TERM 3 times and redis-server once more. Ends with one
+# 10 waves onto a redis-server of the driver's own; 4 worker processes, each running
+# CHAOS_CONCURRENCY (1) jobs at once, run them while the driver, from CHAOS_SEED,
+# kill -9's workers 12 times, kill -9's the supervisor's whole process group twice
+# (each time starting it again and restarting redis-server), restarts the supervisor
+# with TERM 3 times and redis-server once more. Ends with one
 # JSON summary line; fails when a job was lost, charged an attempt it did not run,
 # failed unexpectedly or ran more often than the kills and the restarts explain.
 CHAOS_JOBS ?= 50000
 CHAOS_SEED ?= 1
+CHAOS_CONCURRENCY ?= 1
 chaos: deps
 	$(MAKE) luaworker
 	lua5.2 spec/chaos/driver.lua --jobs=$(CHAOS_JOBS) --seed=$(CHAOS_SEED) --processes=4 \
-	    --kills=12 --group-kills=2 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
+	    --concurrency=$(CHAOS_CONCURRENCY) --kills=12 --group-kills=2 --supervisor-restarts=3 --redis-restarts=1 --waves=10 --work-ms=3
 
 # make valgrind: every process of a run over 1,000 jobs (the supervisor, its
 # workers, the commands) under memcheck on a private redis-server; fails on a

@@ -6,7 +6,7 @@
 -- job was charged an attempt it did not run. `make chaos` runs it long,
 -- spec/chaos_spec.lua short.
 --
---   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--kills=K]
+--   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--concurrency=C] [--kills=K]
 --       [--group-kills=G] [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W]
 --       [--work-ms=MS] [--retry-after=S] [--heartbeat=S] [--drain-timeout=S] [--keep]
 --
@@ -51,7 +51,7 @@ local QUEUE = PREFIX .. "queues:default"
 -- Options ---------------------------------------------------------------------
 
 local opt = {
-    jobs = 3000, seed = 1, processes = 3, kills = 4, group_kills = 0, supervisor_restarts = 1,
+    jobs = 3000, seed = 1, processes = 3, concurrency = 1, kills = 4, group_kills = 0, supervisor_restarts = 1,
     redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 6, heartbeat = 1,
     drain_timeout = 120, keep = false,
 }
@@ -169,10 +169,10 @@ local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u
 local function start_supervisor()
     local n = #supervisors + 1
     local base = string.format("%s/supervisor-%d", dir, n)
-    local cmd = string.format("%s%d setsid %s/luaworker work --processes=%d --handlers=%s "
-        .. "--retry-after=%d --heartbeat=%s --timeout=0 --sleep=0.1 --no-watch --quiet", ENV, port,
-        quote(root), opt.processes, quote(root .. "/spec/chaos/handlers"), opt.retry_after,
-        tostring(opt.heartbeat))
+    local cmd = string.format("%s%d setsid %s/luaworker work --processes=%d --concurrency=%d "
+        .. "--handlers=%s --retry-after=%d --heartbeat=%s --timeout=0 --sleep=0.1 --no-watch --quiet",
+        ENV, port, quote(root), opt.processes, opt.concurrency, quote(root .. "/spec/chaos/handlers"),
+        opt.retry_after, tostring(opt.heartbeat))
     assert(os.execute(string.format("( %s >%s.out 2>%s.log </dev/null & echo $! >%s.pid; wait $!; "
         .. "echo $? >%s.status.tmp; mv %s.status.tmp %s.status ) >/dev/null 2>&1 &",
         cmd, base, base, base, base, base, base)))
@@ -472,7 +472,7 @@ local function run()
     local seen, unexpected, shapes, started = verdict.check_logs(logs, killed, problem)
     write_file(dir .. "/log-lines.txt", shapes)
     local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = verdict.read_trail(
-        r("LRANGE", PREFIX .. "chaos:trail", 0, -1), manifest, killed, problem)
+        r("LRANGE", PREFIX .. "chaos:trail", 0, -1), manifest, killed, problem, opt.concurrency)
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
     local lost_list, unexplained_duplicates, uncharged = {}, 0, 0
     for _, uuid in ipairs(order) do
@@ -531,10 +531,11 @@ local function run()
         problem("left in Redis: %d queued, %d delayed, %d reserved", left.queue, left.delayed,
             left.reserved)
     end
-    local bound = stats.kills + opt.processes * (stats.group_kills + stats.redis_restarts)
+    local bound = opt.concurrency
+        * (stats.kills + opt.processes * (stats.group_kills + stats.redis_restarts))
     if duplicates > bound then
-        problem("%d duplicate runs, more than the bound %d (kills + processes x (group kills + "
-            .. "redis restarts))", duplicates, bound)
+        problem("%d duplicate runs, more than the bound %d (concurrency x (kills + processes x "
+            .. "(group kills + redis restarts)))", duplicates, bound)
     end
     if stats.group_kills < opt.group_kills then
         problem("only %d of %d group kills happened", stats.group_kills, opt.group_kills)
@@ -551,7 +552,8 @@ local function run()
     write_file(dir .. "/manifest.txt", table.concat(lines, "\n") .. "\n")
 
     summary = {
-        jobs = #order, seed = opt.seed, processes = opt.processes, kills = stats.kills,
+        jobs = #order, seed = opt.seed, processes = opt.processes, concurrency = opt.concurrency,
+        kills = stats.kills,
         group_kills = stats.group_kills, heartbeat = opt.heartbeat,
         supervisor_restarts = stats.supervisor_restarts, redis_restarts = stats.redis_restarts,
         duplicates = duplicates, duplicate_bound = bound, lost = lost, failed = n_failed,

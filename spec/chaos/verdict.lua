@@ -5,16 +5,18 @@
 -- delayed jobs, releases + 1 for releasing ones, tries for failing ones). Runs are
 -- counted by the handler before anything else, and a job's outcome (delete, release,
 -- fail) is one atomic script, so a job runs again only when the process running it
--- did not get to record its outcome: it was SIGKILLed (at most one job per process:
--- one duplicate per kill, --processes per group kill), or Redis went away under it
--- with the restart (its handler's Redis call failed; at most one job in flight per
--- worker process, so at most --processes duplicates per restart). The jobs a process
--- reserved ahead and did not start go back uncharged, and run once. A TERM lets every
--- job in hand finish. Hence the bound:
---   duplicates <= kills + processes * (group_kills + redis_restarts).
+-- did not get to record its outcome: it was SIGKILLed (at most --concurrency jobs in
+-- flight per process: that many duplicates per kill, --processes times that per group
+-- kill), or Redis went away under it with the restart (its handler's Redis call
+-- failed; at most --concurrency jobs in flight per worker process, so at most
+-- --processes times that per restart). The jobs a process reserved ahead and did not
+-- start go back uncharged, and run once. A TERM lets every job in flight finish.
+-- Hence the bound:
+--   duplicates <= concurrency * (kills + processes * (group_kills + redis_restarts)).
 -- The trail (chaos:trail, see M.read_trail) checks the same per run: every run cut
--- short must be the last run of a killed process or a process's last run before a
--- Redis restart, and no job may run again more often than its runs were cut short.
+-- short must be one of the last --concurrency runs of a killed process or of a
+-- process's runs before a Redis restart, and no job may run again more often than its
+-- runs were cut short.
 -- It also checks that every attempt a job was charged ran: the attempts of its runs
 -- (and the one it failed at) have no gap.
 local M = {}
@@ -109,14 +111,17 @@ end
 -- the SHUTDOWN of each Redis restart ("d <n>": Redis ran nothing between the two, so
 -- it is the last entry before the restart). A run without an end was cut short, and
 -- so was a run of a job not meant to fail whose handler raised (its Redis call
--- failed). Each must be explained: the last run of a process we killed, or the last
--- run a process started before a Redis restart (killed: pid -> true; manifest: uuid
--- -> {kind =}; each unexplained run is a problem(fmt, ...)). Returns the runs cut
+-- failed). Each must be explained: one of the last `concurrency` runs of a process
+-- we killed, or of the runs a process started before a Redis restart (killed: pid ->
+-- true; manifest: uuid -> {kind =}; each unexplained run is a problem(fmt, ...);
+-- concurrency: the workers' --concurrency, default 1). Returns the runs cut
 -- short by job uuid; how many were explained by a kill, by a restart, and not at
 -- all; and, by job uuid, the set of the attempts that ran (a start or an end of
 -- theirs is in the trail: a handler whose first Redis call failed has only an end).
-function M.read_trail(trail, manifest, killed, problem)
-    local open, last_start, before_restart = {}, {}, {}
+function M.read_trail(trail, manifest, killed, problem, concurrency)
+    concurrency = concurrency or 1
+    -- pid -> the trail indexes of its last `concurrency` starts, oldest first
+    local open, last_starts, before_restart = {}, {}, {}
     local starts, attempts = {}, {}
     for i, entry in ipairs(trail) do
         local kind, uuid, attempt, pid, _, raised =
@@ -126,7 +131,10 @@ function M.read_trail(trail, manifest, killed, problem)
             open[key] = open[key] or {}
             table.insert(open[key], i)
             starts[i] = { uuid = uuid, pid = tonumber(pid) }
-            last_start[pid] = i
+            local last = last_starts[pid] or {}
+            last_starts[pid] = last
+            last[#last + 1] = i
+            if #last > concurrency then table.remove(last, 1) end
             attempts[uuid] = attempts[uuid] or {}
             attempts[uuid][tonumber(attempt)] = true
         elseif kind == "e" then
@@ -138,14 +146,22 @@ function M.read_trail(trail, manifest, killed, problem)
                 starts[table.remove(list, 1)].ended = not (raised == "1" and job and job.kind ~= "fail")
             end
         elseif kind == "d" then
-            for _, at in pairs(last_start) do before_restart[at] = true end
+            for _, last in pairs(last_starts) do
+                for _, at in ipairs(last) do before_restart[at] = true end
+            end
+        end
+    end
+    local killed_last = {}   -- trail index -> true: among its killed process's last starts
+    for pid, last in pairs(last_starts) do
+        if killed[tonumber(pid)] then
+            for _, at in ipairs(last) do killed_last[at] = true end
         end
     end
     local cut, by_kill, by_restart, unexplained = {}, 0, 0, 0
     for i, run in pairs(starts) do
         if not run.ended then
             cut[run.uuid] = (cut[run.uuid] or 0) + 1
-            if killed[run.pid] and last_start[tostring(run.pid)] == i then
+            if killed_last[i] then
                 by_kill = by_kill + 1
             elseif before_restart[i] then
                 by_restart = by_restart + 1
