@@ -5,9 +5,9 @@
 # the machine it ran on, to examples/bench/RESULTS.md. It measures; it asserts
 # nothing. See examples/bench/README.md for what each row means.
 #
-# BENCH_JOBS (20000), BENCH_LATENCY_JOBS (200), BENCH_DELAYED_JOBS (50) and
-# BENCH_CPU_JOBS (500) scale the runs down for a quick try; BENCH_RESULTS
-# writes the table elsewhere.
+# BENCH_JOBS (20000), BENCH_LATENCY_JOBS (200), BENCH_DELAYED_JOBS (50),
+# BENCH_CPU_JOBS (500) and BENCH_IO_JOBS (20000; queue:work gets a 50th of them)
+# scale the runs down for a quick try; BENCH_RESULTS writes the table elsewhere.
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -15,6 +15,7 @@ JOBS=${BENCH_JOBS:-20000}
 LAT_JOBS=${BENCH_LATENCY_JOBS:-200}
 DELAYED_JOBS=${BENCH_DELAYED_JOBS:-50}
 CPU_JOBS=${BENCH_CPU_JOBS:-500}
+IO_JOBS=${BENCH_IO_JOBS:-20000}
 HANDLERS=examples/bench/handlers
 RESULTS=${BENCH_RESULTS:-examples/bench/RESULTS.md}
 P=laravel_database_              # the app's key prefix (APP_NAME=Laravel)
@@ -110,6 +111,36 @@ throughput() {
     R[$key.hwm]=$(awk "BEGIN{printf \"%.1f\", ${hwm:-0} / 1024}")
     echo "   $key: ${R[$key.secs]} s, ${R[$key.tput]} jobs/s, redis ${R[$key.cpu]} us CPU/job," \
         "${R[$key.calls]} calls/job, worker RSS ${R[$key.rss]} MB"
+}
+
+# --- I/O-bound jobs: KEY COUNT WORKER...: Laravel pushes COUNT IoBound jobs (50 ms
+# wait, one INCR) and, last, one ReportMemory job (tag KEY: its VmHWM is the
+# process's peak with the jobs in flight); the worker command runs until the queue
+# is empty. Jobs/s, and the most Redis connections open meanwhile beside the
+# sampler's own (INFO clients every 50 ms).
+io_bound() {
+    local key=$1 count=$2; shift 2
+    reset_queue
+    dispatch IoBound --count="$count"
+    dispatch ReportMemory --args="[\"$key\"]"
+    local base t0 t1 pid peak=0 n
+    base=$(rcli INFO clients | tr -d '\r' | sed -n 's/^connected_clients://p')
+    t0=$(now_us)
+    "$@" & pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        n=$(rcli INFO clients | tr -d '\r' | sed -n 's/^connected_clients://p')
+        [ "${n:-0}" -gt "$peak" ] && peak=$n
+        sleep 0.05
+    done
+    wait "$pid" || true
+    t1=$(now_us)
+    check_empty "$key"
+    R[$key.tput]=$(awk "BEGIN{printf \"%.0f\", $count / (($t1 - $t0) / 1e6)}")
+    R[$key.conns]=$(( peak > base ? peak - base : 0 ))
+    read -r _ rss hwm <<<"$(rcli LRANGE ${P}bench:memory 0 -1 | grep "^$key " | head -n 1)"
+    R[$key.hwm]=$(awk "BEGIN{printf \"%.1f\", ${hwm:-0} / 1024}")
+    echo "   $key: $count jobs, ${R[$key.tput]} jobs/s, ${R[$key.conns]} Redis connections," \
+        "worker VmHWM ${R[$key.hwm]} MB"
 }
 
 # p50 and p99 (nearest rank) and the maximum of the numbers on stdin, in ms with
@@ -258,6 +289,14 @@ throughput php1 1 php_work "${PHP_FAST[@]}"
 throughput lw2 1 lw_work --processes=2 "${LW_FAST[@]}"
 throughput php2 2 php_work "${PHP_FAST[@]}"
 
+echo "== no-op throughput, jobs in flight: --concurrency=32"
+throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
+
+echo "== I/O-bound jobs (50 ms wait + INCR), 1 process"
+io_bound lw.io100 "$IO_JOBS" lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
+io_bound lw.io1000 "$IO_JOBS" lw_work --processes=1 --concurrency=1000 "${LW_FAST[@]}"
+io_bound php.io $(( IO_JOBS / 50 )) php_work "${PHP_FAST[@]}"
+
 echo "== CPU-bound handler: $CPU_JOBS jobs"
 cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
 cpu_bound php.cpu php_work "${PHP_FAST[@]}"
@@ -282,11 +321,11 @@ lateness php.lateb env REDIS_BLOCK_FOR=5 "${PHP_IDLE[@]}"
 row() { # label lw-value php-value
     local ratio
     ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { if (b + 0 == 0 || a == "-" || b == "-") print "-"; else printf "%.2f", a / b }')
-    printf '| %-52s | %10s | %10s | %6s |\n' "$1" "$2" "$3" "$ratio"
+    printf '| %-58s | %10s | %10s | %6s |\n' "$1" "$2" "$3" "$ratio"
 }
 table() {
-    printf '| %-52s | %10s | %10s | %6s |\n' metric luaworker queue:work ratio
-    printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..54})" "$(printf -- '-%.0s' {1..12})" \
+    printf '| %-58s | %10s | %10s | %6s |\n' metric luaworker queue:work ratio
+    printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..60})" "$(printf -- '-%.0s' {1..12})" \
         "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..8})"
     row "no-op throughput, 1 process (jobs/s)" "${R[lw1.tput]}" "${R[php1.tput]}"
     row "no-op throughput, 2 processes (jobs/s)" "${R[lw2.tput]}" "${R[php2.tput]}"
@@ -305,6 +344,11 @@ table() {
     row "worker VmRSS after $JOBS no-op jobs (MB)" "${R[lw1.rss]}" "${R[php1.rss]}"
     row "worker VmHWM after $JOBS no-op jobs (MB)" "${R[lw1.hwm]}" "${R[php1.hwm]}"
     row "CPU-bound handler, 1 process (jobs/s)" "${R[lw.cpu.tput]}" "${R[php.cpu.tput]}"
+    row "no-op throughput, 1 process, --concurrency=32 (jobs/s)" "${R[lw32.tput]}" "${R[php1.tput]}"
+    row "I/O-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.io100.tput]}" "${R[php.io.tput]}"
+    row "I/O-bound (50 ms), 1 process, --concurrency=1000 (jobs/s)" "${R[lw.io1000.tput]}" "${R[php.io.tput]}"
+    row "VmHWM, 1 process, 1000 I/O jobs in flight (MB)" "${R[lw.io1000.hwm]}" "${R[php.io.hwm]}"
+    row "Redis connections, 1 process, 1000 in flight" "${R[lw.io1000.conns]}" "${R[php.io.conns]}"
     row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
     row "jobs reserved ahead back after a group kill -9 (s)" "${R[lw.recovery.s]}" "-"
 }
