@@ -93,7 +93,10 @@ end
 function M.run(job)
     count = count + 1
     local timeout = tonumber(job:timeout()) or settings.options.timeout
-    timeout = timeout > 0 and timeout or 0
+    -- from the payload: NaN and what is not above 0 mean none; beyond the slot's
+    -- 32 bits, as good as none
+    if not (timeout > 0) then timeout = 0 end
+    timeout = math.min(timeout, 2 ^ 32 - 1)
     local t = { job = job, timeout = timeout, started = host.clock(), held_at = redis.held_time(),
         enter = enter, leave = leave }
     if timeout > 0 then arm(t, timeout) end
