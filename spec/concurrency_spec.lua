@@ -89,6 +89,24 @@ describe("luaworker work --concurrency", function()
         assert.are.equal(0, w:wait())
     end)
 
+    it("reserves a job only when a place is free or about to be: none waits reserved behind slow jobs", function()
+        H.push(spec_job("slow1", "sleep", 3))
+        H.push(spec_job("slow2", "sleep", 3))
+        for i = 1, 10 do H.push(spec_job("q" .. i, "sleep", 0)) end
+        H.r("CONFIG", "RESETSTAT")
+        local w = start({ "--concurrency=2" })
+        H.wait_until(function() return H.r("LLEN", "spec:handle") == 2 end, 10, "the slow jobs")
+        H.sleep(1.5)
+        -- two reservations (one ZADD each), the others untouched in the queue
+        local stats = H.r("INFO", "commandstats")
+        assert.are.equal(2, tonumber(stats:match("cmdstat_zadd:calls=(%d+)")))
+        local list = H.keys()
+        assert.are.equal(10, H.r("LLEN", list))
+        H.wait_until(function() return #finished() == 12 end, 20, "all the jobs")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
     it("takes LUAWORKER_CONCURRENCY when --concurrency is not given", function()
         for i = 1, 6 do H.push(spec_job("e" .. i, "sleep", 1)) end
         local w = start({}, { env = { LUAWORKER_CONCURRENCY = "3" } })

@@ -22,6 +22,9 @@ local M = {}
 
 local concurrency = 1
 local count = 0               -- jobs in flight
+-- how often jobs end: the host.clock() of the last end, and the mean time between
+-- two ends (a moving average; nil before the second end)
+local last_end, between
 local FREED = {}              -- the key the worker loop waits on for a job to end
 local loop_waits = false
 
@@ -37,6 +40,12 @@ end
 -- Job's time in flight ended (its task ended, or its timeout was handled).
 local function ended(job)
     count = count - 1
+    local now = host.clock()
+    if last_end then
+        local gap = now - last_end
+        between = between and between * 0.9 + gap * 0.1 or gap
+    end
+    last_end = now
     reservations.finished(job)
     if loop_waits then task.wake(FREED) end
 end
@@ -86,6 +95,16 @@ end
 -- Whether as many jobs are in flight as --concurrency allows.
 function M.full()
     return count >= concurrency
+end
+
+-- How many jobs may be reserved now: the free places, and the places expected to
+-- free within seconds at the pace jobs have been ending (none while nothing ends:
+-- the time since the last end counts as a gap).
+function M.room(seconds)
+    local free = concurrency - count
+    if not between then return free end
+    local gap = math.max(between, host.clock() - last_end, 1e-6)
+    return free + math.floor(seconds / gap)
 end
 
 -- Starts job (process.process) in a task of its own; it runs until it first waits

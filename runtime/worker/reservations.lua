@@ -43,8 +43,10 @@ local M = {}
 
 -- Seconds a job reserved ahead may wait for its turn.
 local HOLD = 1
--- The most jobs one pop takes, and the time a batch should take to run.
+-- The most jobs one pop takes, and the time a batch should take to run (the
+-- worker reserves no more than it can start within that time: M.next_job's limit).
 local BATCH_MAX, BATCH_BUDGET = 32, 0.05
+M.BATCH_BUDGET = BATCH_BUDGET
 -- Shares of the heartbeat's TTL: between two heartbeats, of the lease, between two
 -- looks for dead workers.
 local BEAT, LEASE, SCAN = 0.25, 0.5, 0.5
@@ -276,8 +278,9 @@ local function job_of(q, raw, reserved)
 end
 
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
--- a job wins (a job reserved ahead first). limit: the most jobs to reserve. Returns
--- the job or nil; raises what Redis raises.
+-- a job wins (a job reserved ahead first). limit: the most jobs to reserve (what
+-- --max-jobs leaves, and what can start within BATCH_BUDGET). Returns the job or
+-- nil; raises what Redis raises.
 function M.next_job(queues, limit)
     if unsure then give_back("own") end
     events.fire("popping", nil, nil, { queue = options.queue_list })

@@ -283,8 +283,9 @@ function M.run(cli, cfg)
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, true)
             if status then return stop(status, reason) end
         else
-            local job = get_next_job(queues,
-                options.max_jobs > 0 and options.max_jobs - jobs_processed or math.huge)
+            local room = in_flight.room(reservations.BATCH_BUDGET)
+            if options.max_jobs > 0 then room = math.min(room, options.max_jobs - jobs_processed) end
+            local job = get_next_job(queues, room)
             if job then
                 jobs_processed = jobs_processed + 1
                 in_flight.run(job)
