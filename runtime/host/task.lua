@@ -106,6 +106,7 @@ end
 
 local waiting = {}            -- key or ticket -> the task waiting for it
 local timers = {}             -- ticket of a host.timer -> the function to call
+local timer_args = {}         -- ... and its argument
 local ready, ready_first, ready_last = {}, 1, 0   -- tasks woken, with their values
 local current                 -- the task running, or nil
 
@@ -115,26 +116,44 @@ local function finish(t, ...)
     if t.on_end then t.on_end(t, ...) end
 end
 
+-- The error of a coroutine that raised (ok false, a the error value) or yielded
+-- something that is not a host wait: the error value and its traceback.
+local function failure(co, ok, a)
+    if ok then return FOREIGN_YIELD, traceback(co, FOREIGN_YIELD, 0) end
+    local err, text = error_text(a)
+    local trace = traceback(co, text, 0)
+    if err == "not enough memory" then collectgarbage() end
+    return err, trace
+end
+
+-- What a resume of task t returned: it waits, or it ended.
+local function settle(t, ok, a, b, ...)
+    local co = t.co
+    if ok and a == WAIT then
+        t.key = b
+        waiting[b] = t
+        return
+    end
+    t.co = nil
+    if ok and a == DONE then
+        give_coroutine(co)
+        return finish(t, true, b, ...)
+    end
+    return finish(t, false, failure(co, ok, a))
+end
+
+local function resumed(t, outer, ...)
+    current = outer
+    if t.leave then t.leave(t) end
+    return settle(t, ...)
+end
+
 -- Resumes task t with ... until it waits or ends.
 local function step(t, ...)
     local outer = current
     current = t
     if t.enter then t.enter(t) end
-    local res = pack(co_resume(t.co, ...))
-    if t.leave then t.leave(t) end
-    current = outer
-    local what, a, b = outcome(t.co, res)
-    if what == "wait" then
-        t.key = a
-        waiting[a] = t
-    elseif what == "done" then
-        give_coroutine(t.co)
-        t.co = nil
-        finish(t, true, unpack(res, 3, res.n))
-    else
-        t.co = nil
-        finish(t, false, a, b)
-    end
+    return resumed(t, outer, co_resume(t.co, ...))
 end
 
 -- Starts fn(...) as a task of its own, at once: it runs until it first waits (or
@@ -186,17 +205,19 @@ function M.wake(key, ...)
     return true
 end
 
--- Calls fn() (it must not wait) after seconds, unless cancelled. Returns a handle
--- for cancel.
-function M.after(seconds, fn)
+-- Calls fn(arg) (it must not wait) after seconds, unless cancelled. Returns a
+-- handle for cancel.
+function M.after(seconds, fn, arg)
     local ticket = host.timer(seconds)
     timers[ticket] = fn
+    timer_args[ticket] = arg
     return ticket
 end
 
 function M.cancel(handle)
     if timers[handle] then
         timers[handle] = nil
+        timer_args[handle] = nil
         host.cancel(handle)
     end
 end
@@ -228,10 +249,10 @@ function M.main(fn, ...)
             waiting[ticket] = nil
             step(t, unpack(arrived, 2, arrived.n))
         else
-            local fire = timers[ticket]
+            local fire, arg = timers[ticket], timer_args[ticket]
             if fire then
-                timers[ticket] = nil
-                local ok, err = pcall(fire)
+                timers[ticket], timer_args[ticket] = nil, nil
+                local ok, err = pcall(fire, arg)
                 if not ok then io.stderr:write("luaworker: internal error in a timer: ", tostring(err), "\n") end
             end
         end

@@ -63,7 +63,7 @@ local expire
 
 -- Arms t's deadline: seconds from now, moved on by the time outages hold it up.
 local function arm(t, seconds)
-    t.deadline = task.after(seconds, function() expire(t) end)
+    t.deadline = task.after(seconds, expire, t)
 end
 
 -- t's deadline passed (unless an outage moved it): t is stopped where it waits,
