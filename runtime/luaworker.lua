@@ -118,12 +118,14 @@ function M.dispatch(class, properties, options)
     return dispatch.push_command(command, q, delay, options.encrypt)
 end
 
--- Waits without blocking the worker's event loop.
+-- Waits without blocking the worker's event loop: the other jobs in flight run
+-- meanwhile. A stop or reload signal ends the wait early, as a signal ends PHP's
+-- sleep() in queue:work, so that a stopping worker's jobs finish soon.
 function M.sleep(seconds)
     if type(seconds) ~= "number" or not (seconds >= 0) then
         error("luaworker.sleep(seconds): expected a number >= 0", 2)
     end
-    host.sleep(seconds)
+    host.sleep(seconds, true)
 end
 
 -- An error value with a class, shown as "Class: message" (like a PHP exception).

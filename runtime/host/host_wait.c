@@ -270,32 +270,37 @@ static int l_host_sleep(lua_State *L)
     return host_yield(L, start_timer(L, h, seconds, lua_toboolean(L, 2))->ticket);
 }
 
-/* host.timer(seconds) -> ticket: starts a timer without waiting for it; when it
- * fires, the loop brings its ticket (and true) to the scheduler (see task.lua).
- * Signals do not end it. */
+/* host.timer(seconds) -> ticket, handle: starts a timer without waiting for it;
+ * when it fires, the loop brings its ticket (and true) to the scheduler (see
+ * task.lua). Signals do not end it. handle makes host.cancel find it at once. */
 static int l_host_timer(lua_State *L)
 {
     struct host *h = host_of(L);
     double seconds = luaL_checknumber(L, 1);
-    lua_pushnumber(L, start_timer(L, h, seconds > 0 ? seconds : 0., 0)->ticket);
-    return 1;
+    struct host_waiter *w = start_timer(L, h, seconds > 0 ? seconds : 0., 0);
+    lua_pushnumber(L, w->ticket);
+    lua_pushlightuserdata(L, w);
+    return 2;
 }
 
-/* host.cancel(ticket) -> whether a timer (host.sleep, host.timer) with that ticket
- * was running: it is stopped, and its ticket never comes. Other waits cannot be
- * cancelled: their ticket comes, for nobody. */
+/* host.cancel(ticket[, handle]) -> whether a timer (host.sleep, host.timer) with
+ * that ticket was running: it is stopped, and its ticket never comes. handle (from
+ * host.timer) spares the search. Other waits cannot be cancelled: their ticket
+ * comes, for nobody. */
 static int l_host_cancel(lua_State *L)
 {
     struct host *h = host_of(L);
     double ticket = luaL_checknumber(L, 1);
-    for (struct host_waiter *w = h->timers; w; w = w->next)
-        if (w->ticket == ticket) {
-            remove_timer(w);
-            host_waiter_give(w);
-            lua_pushboolean(L, 1);
-            return 1;
-        }
-    lua_pushboolean(L, 0);
+    struct host_waiter *w = lua_touserdata(L, 2);
+    /* a handle whose waiter was given back since may hold another wait now */
+    if (!w || w->ticket != ticket || !ev_is_active(&w->timer))
+        for (w = h->timers; w && w->ticket != ticket; w = w->next)
+            ;
+    if (w) {
+        remove_timer(w);
+        host_waiter_give(w);
+    }
+    lua_pushboolean(L, w != NULL);
     return 1;
 }
 

@@ -106,7 +106,8 @@ end
 
 local waiting = {}            -- key or ticket -> the task waiting for it
 local timers = {}             -- ticket of a host.timer -> the function to call
-local timer_args = {}         -- ... and its argument
+local timer_args = {}         -- ... its argument
+local timer_handles = {}      -- ... and its host handle (for host.cancel)
 local ready, ready_first, ready_last = {}, 1, 0   -- tasks woken, with their values
 local current                 -- the task running, or nil
 
@@ -208,17 +209,17 @@ end
 -- Calls fn(arg) (it must not wait) after seconds, unless cancelled. Returns a
 -- handle for cancel.
 function M.after(seconds, fn, arg)
-    local ticket = host.timer(seconds)
+    local ticket, handle = host.timer(seconds)
     timers[ticket] = fn
     timer_args[ticket] = arg
+    timer_handles[ticket] = handle
     return ticket
 end
 
-function M.cancel(handle)
-    if timers[handle] then
-        timers[handle] = nil
-        timer_args[handle] = nil
-        host.cancel(handle)
+function M.cancel(ticket)
+    if timers[ticket] then
+        host.cancel(ticket, timer_handles[ticket])
+        timers[ticket], timer_args[ticket], timer_handles[ticket] = nil, nil, nil
     end
 end
 
@@ -251,7 +252,7 @@ function M.main(fn, ...)
         else
             local fire, arg = timers[ticket], timer_args[ticket]
             if fire then
-                timers[ticket], timer_args[ticket] = nil, nil
+                timers[ticket], timer_args[ticket], timer_handles[ticket] = nil, nil, nil
                 local ok, err = pcall(fire, arg)
                 if not ok then io.stderr:write("luaworker: internal error in a timer: ", tostring(err), "\n") end
             end
