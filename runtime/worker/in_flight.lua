@@ -98,13 +98,15 @@ function M.full()
 end
 
 -- How many jobs may be reserved now: the free places, and the places expected to
--- free within seconds at the pace jobs have been ending (none while nothing ends:
--- the time since the last end counts as a gap).
+-- free within seconds at the pace jobs have been ending. While jobs are in flight,
+-- the time since the last end counts as a gap (none ends: none is expected to);
+-- while none is, the worker was idle, and the pace is the last one seen.
 function M.room(seconds)
     local free = concurrency - count
     if not between then return free end
-    local gap = math.max(between, host.clock() - last_end, 1e-6)
-    return free + math.floor(seconds / gap)
+    local gap = between
+    if count > 0 then gap = math.max(gap, host.clock() - last_end) end
+    return free + math.floor(seconds / math.max(gap, 1e-6))
 end
 
 -- Starts job (process.process) in a task of its own; it runs until it first waits
