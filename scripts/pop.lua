@@ -16,8 +16,8 @@ ARGV[8]  with KEYS[6..8]: the worker's id   ARGV[9]: the number of the first job
          (the next ones count up)   ARGV[10]: seconds KEYS[6] lives after this pop,
          and KEYS[7] at least
          ARGV[11]: milliseconds the heartbeat lives   ARGV[12]: the heartbeat's value
-         ARGV[13...]: with KEYS[6..8], the numbers of jobs the worker finished (their
-         outcome is in Redis): their entries in KEYS[6] go
+         ARGV[13]: with KEYS[6..8], optional: the entries of KEYS[6] numbered below
+         it go (the jobs the worker finished: their outcome is in Redis)
 Returns  {job, reserved, job, reserved, ...} for the jobs taken, in list order: each
          payload as it was in the list and its copy with attempts + 1, now in
          KEYS[2]; {false, false} when the list is empty.
@@ -31,7 +31,7 @@ With KEYS[6..8], in the same step: each job taken is recorded in KEYS[6] as fiel
 p<number> (the payload) and r<number> (the reserved copy), so that whoever finds
 the worker's heartbeat gone can give back the jobs it had not started
 (scripts/give_back.lua); the worker is added to KEYS[7]; its heartbeat is set; and
-the entries of the jobs it says it finished are dropped. ]]
+the entries of the jobs it says it finished (those below ARGV[13]) are dropped. ]]
 local function reserve(job)
     local decoded = cjson.decode(job)
     decoded['attempts'] = decoded['attempts'] + 1
@@ -42,13 +42,18 @@ local record = KEYS[6]
 local number = tonumber(ARGV[9])
 
 if record then
-    if #ARGV > 12 then
+    local below = tonumber(ARGV[13])
+    if below then
         local finished = {}
-        for i = 13, #ARGV do
-            finished[#finished + 1] = 'p' .. ARGV[i]
-            finished[#finished + 1] = 'r' .. ARGV[i]
+        for _, field in ipairs(redis.call('hkeys', record)) do
+            local n = tonumber(string.match(field, '^[pr](%d+)$'))
+            if n and n < below then
+                finished[#finished + 1] = field
+            end
         end
-        redis.call('hdel', record, unpack(finished))
+        if #finished > 0 then
+            redis.call('hdel', record, unpack(finished))
+        end
     end
     redis.call('sadd', KEYS[7], ARGV[8])
     -- workers with a longer retry_after may share the queue: never shortened

@@ -308,7 +308,7 @@ static void on_deferred(void *data, const redisReply *reply, const char *lost,
         return;
     if (h->collecting == d.id) {
         h->collecting = 0;
-        host_resume_with(h, h->collecting_ticket, push_deferred_result, &d);
+        host_resume_with(h, HOST_COLLECT_TICKET, push_deferred_result, &d);
     } else if (host_protected(h, store_deferred_result, &d) != 0) {
         host_fail(h, "cannot keep a reply for Lua");
     }
@@ -359,8 +359,7 @@ static int l_host_collect(lua_State *L)
     if (h->collecting)
         return luaL_error(L, "host.collect: another task waits for a deferred call");
     h->collecting = id;
-    h->collecting_ticket = host_ticket(h);
-    return host_yield(L, h->collecting_ticket);
+    return host_yield(L, HOST_COLLECT_TICKET);
 }
 
 /* host.connects(conn) -> how many connections conn has opened (a change means its

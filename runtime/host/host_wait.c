@@ -105,7 +105,7 @@ static void on_block_reply(void *data, const redisReply *reply, const char *lost
     h->blocking = 0;
     h->unblock_wanted = 0;
     ev_timer_stop(h->loop, &h->wait_timer);
-    host_redis_resume_ticket(h, h->block_ticket, reply, lost, loss);
+    host_redis_resume_ticket(h, HOST_BLOCK_TICKET, reply, lost, loss);
 }
 
 static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -167,13 +167,12 @@ static int l_host_wait_notify(lua_State *L)
         redis_conn_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
         return host_redis_unreachable(L, err);
     h->blocking = 1;
-    h->block_ticket = host_ticket(h);
     if (seconds >= 0 && exact > 0) {
         ev_timer_init(&h->wait_timer, on_wait_timer, seconds, 0.);
         h->wait_timer.data = h;
         ev_timer_start(h->loop, &h->wait_timer);
     }
-    return host_yield(L, h->block_ticket);
+    return host_yield(L, HOST_BLOCK_TICKET);
 }
 
 static void on_invalidation(void *data)

@@ -49,21 +49,21 @@ int host_yield(lua_State *L, double ticket)
     return lua_yield(L, 2);
 }
 
-double host_ticket(struct host *h)
-{
-    return ++h->last_ticket;
-}
-
 struct host_waiter *host_waiter_take(struct host *h)
 {
     struct host_waiter *w = h->spare;
-    if (w)
+    double ticket;
+    if (w) {
         h->spare = w->next;
-    else if (!(w = malloc(sizeof *w)))
+        ticket = w->ticket;
+    } else if ((w = malloc(sizeof *w))) {
+        ticket = HOST_FIRST_WAITER_TICKET + h->waiters++;
+    } else {
         return NULL;
+    }
     memset(w, 0, sizeof *w);
     w->h = h;
-    w->ticket = host_ticket(h);
+    w->ticket = ticket;
     return w;
 }
 

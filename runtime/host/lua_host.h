@@ -1,8 +1,9 @@
 /* lua_host: the LuaJIT state and the libev loop that drives it. The loop resumes
  * one main coroutine, the scheduler of runtime/host/task.lua, which runs
  * luaworker's tasks (the program, each job in flight). A host function that waits
- * (a Redis command, a sleep) takes a ticket, a number no other wait of the process
- * has, and yields host.WAIT and the ticket up to the scheduler; when the reply or
+ * (a Redis command, a sleep) takes a ticket, a number no other wait under way has
+ * (a small one: the scheduler's tables keyed by tickets stay arrays), and yields
+ * host.WAIT and the ticket up to the scheduler; when the reply or
  * timer arrives, the loop resumes the scheduler with the ticket and the results,
  * and the scheduler resumes the task that waits for that ticket. The state the
  * host functions share (host_api and its units) is struct host. Uses config,
@@ -34,7 +35,15 @@ enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS
 
 /* A wait in progress: its ticket and, for a timer (host_wait), its watcher and its
  * place in the host's list of running timers. Taken with host_waiter_take, given
- * back with host_waiter_give (kept for reuse). */
+ * back with host_waiter_give (kept for reuse, with its ticket: a ticket is in use
+ * by one wait at a time, from its start until its result reaches the scheduler or
+ * it is cancelled). */
+enum {
+    HOST_BLOCK_TICKET = 1,          /* host.wait_notify's (one at a time) */
+    HOST_COLLECT_TICKET = 2,        /* host.collect's (one at a time) */
+    HOST_FIRST_WAITER_TICKET = 3    /* waiters': 3, 4, ... */
+};
+
 struct host_waiter {
     struct host *h;
     double ticket;
@@ -63,14 +72,13 @@ struct host {
     void (*wake)(struct host *h);   /* called after a signal: ends the current wait */
 
     /* waits (host_wait) */
-    double last_ticket;             /* the ticket taken last */
+    double waiters;                 /* waiters made so far (each has its ticket) */
     struct host_waiter *timers;     /* the timers running (host.sleep, host.timer) */
     struct host_waiter *spare;      /* waiters given back, for reuse */
     ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
     int blocking;                   /* a host.wait_notify BLPOP is in flight */
     int unblock_wanted;             /* end it as soon as its client id is known */
     long long block_client_id;      /* CLIENT ID of HOST_BLOCK_CONN, 0 until known */
-    double block_ticket;            /* the ticket of the host.wait_notify under way */
     struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
     int invalidated;                /* an invalidation came since host.take_invalidated */
 
@@ -82,7 +90,6 @@ struct host {
                                      * wait besides the main one (host.allow_waits) */
     unsigned deferred_next;         /* the next id */
     unsigned collecting;            /* the id a task waits for in host.collect, 0 when none */
-    double collecting_ticket;       /* that wait's ticket */
 
     /* the heartbeat and the lease it gives (host_heartbeat); times are host.clock() */
     ev_timer heartbeat_timer;
@@ -128,15 +135,12 @@ void host_resume(struct host *h, double ticket, int nargs);
 void host_resume_with(struct host *h, double ticket, int (*push)(lua_State *L, void *data),
                       void *data);
 
-/* A waiter with a new ticket (reused when one was given back), or NULL when there
- * is no memory. */
+/* A waiter, its ticket free (one given back is reused), or NULL when there is no
+ * memory. */
 struct host_waiter *host_waiter_take(struct host *h);
 
-/* Gives w back for reuse (its timer must be stopped). */
+/* Gives w back for reuse (its timer must be stopped); its ticket is free again. */
 void host_waiter_give(struct host_waiter *w);
-
-/* A new ticket. */
-double host_ticket(struct host *h);
 
 /* Ends the process's run with status 70 after an internal error (what). */
 void host_fail(struct host *h, const char *what);

@@ -62,23 +62,26 @@ end
 
 local FOREIGN_YIELD = "coroutine.yield() called by a handler outside a coroutine of its own"
 
--- Reads what a resume of co returned (res, packed): "done" and the results from
--- index 3 on, "wait" and the key at index 3, or "error", the error value and
--- its traceback. After "not enough memory" a full collection runs, so that what
--- the coroutine held is freed before the error is handled.
-local function outcome(co, res)
-    if not res[1] then
-        local err, text = error_text(res[2])
-        local trace = traceback(co, text, 0)
-        if err == "not enough memory" then
-            res = nil
-            collectgarbage()
-        end
-        return "error", err, trace
+-- The error of a coroutine that raised (ok false, a the error value) or yielded
+-- something that is not a host wait: the error value and its traceback.
+local function failure(co, ok, a)
+    if ok then return FOREIGN_YIELD, traceback(co, FOREIGN_YIELD, 0) end
+    local err, text = error_text(a)
+    local trace = traceback(co, text, 0)
+    if err == "not enough memory" then collectgarbage() end
+    return err, trace
+end
+
+-- What a resume of the coroutine co of run() returned: it ended (its results), it
+-- waits (passed up, and its results passed down: a tail call, so waiting does not
+-- grow the stack), or it raised.
+local function ran(co, ok, a, b, ...)
+    if ok and a == DONE then
+        give_coroutine(co)
+        return true, b, ...
     end
-    if res[2] == DONE then return "done" end
-    if res[2] == WAIT then return "wait", res[3] end
-    return "error", FOREIGN_YIELD, traceback(co, FOREIGN_YIELD, 0)
+    if ok and a == WAIT then return ran(co, co_resume(co, co_yield(WAIT, b))) end
+    return false, failure(co, ok, a)
 end
 
 -- Runs fn(...) in a coroutine of its own until it returns, passing its waits up to
@@ -87,17 +90,7 @@ end
 -- (coroutine.yield called by the function itself) is an error.
 function M.run(fn, ...)
     local co = take_coroutine()
-    local res = pack(co_resume(co, fn, ...))
-    while true do
-        local what, a, b = outcome(co, res)
-        if what == "done" then
-            give_coroutine(co)
-            return true, unpack(res, 3, res.n)
-        elseif what == "error" then
-            return false, a, b
-        end
-        res = pack(co_resume(co, co_yield(WAIT, a)))
-    end
+    return ran(co, co_resume(co, fn, ...))
 end
 
 -- Tasks ---------------------------------------------------------------------
@@ -115,16 +108,6 @@ local current                 -- the task running, or nil
 local function finish(t, ...)
     t.done = true
     if t.on_end then t.on_end(t, ...) end
-end
-
--- The error of a coroutine that raised (ok false, a the error value) or yielded
--- something that is not a host wait: the error value and its traceback.
-local function failure(co, ok, a)
-    if ok then return FOREIGN_YIELD, traceback(co, FOREIGN_YIELD, 0) end
-    local err, text = error_text(a)
-    local trace = traceback(co, text, 0)
-    if err == "not enough memory" then collectgarbage() end
-    return err, trace
 end
 
 -- What a resume of task t returned: it waits, or it ended.
@@ -234,6 +217,23 @@ local function run_ready()
     ready_first, ready_last = 1, 0
 end
 
+-- What the loop brought the scheduler: a ticket and its results, for the task
+-- waiting for it or the function of a timer (a ticket nobody waits for any more,
+-- an abandoned task's, is dropped).
+local function arrive(ticket, ...)
+    local t = waiting[ticket]
+    if t then
+        waiting[ticket] = nil
+        return step(t, ...)
+    end
+    local fire, arg = timers[ticket], timer_args[ticket]
+    if fire then
+        timers[ticket], timer_args[ticket], timer_handles[ticket] = nil, nil, nil
+        local ok, err = pcall(fire, arg)
+        if not ok then io.stderr:write("luaworker: internal error in a timer: ", tostring(err), "\n") end
+    end
+end
+
 -- The scheduler: runs fn(...) as the program's task, and every task it starts,
 -- until the program's task ends. Runs in the host's main coroutine. Returns fn's
 -- results; raises its error with its traceback.
@@ -243,20 +243,7 @@ function M.main(fn, ...)
     while true do
         run_ready()
         if ended then break end
-        local arrived = pack(co_yield())
-        local ticket = arrived[1]
-        local t = waiting[ticket]
-        if t then
-            waiting[ticket] = nil
-            step(t, unpack(arrived, 2, arrived.n))
-        else
-            local fire, arg = timers[ticket], timer_args[ticket]
-            if fire then
-                timers[ticket], timer_args[ticket], timer_handles[ticket] = nil, nil, nil
-                local ok, err = pcall(fire, arg)
-                if not ok then io.stderr:write("luaworker: internal error in a timer: ", tostring(err), "\n") end
-            end
-        end
+        arrive(co_yield())
     end
     if not ended[1] then error(ended[3], 0) end
     return unpack(ended, 2, ended.n)

@@ -91,9 +91,9 @@ end
 -- A pop of up to count jobs of q for a worker, as scripts/pop.lua's keys and
 -- arguments, and the id an unusable payload's failed record gets. pop:
 -- {now =, retry_after =, connection =, count =, worker =, number =, ttl =,
---  heartbeat_ms =, heartbeat =, finished =}: worker's jobs are numbered from number
--- on; its record lives ttl seconds; heartbeat is the heartbeat's value; finished:
--- the numbers of the jobs of q it finished, whose entries go.
+--  heartbeat_ms =, heartbeat =, finished_below =}: worker's jobs are numbered from
+-- number on; its record lives ttl seconds; heartbeat is the heartbeat's value; the
+-- entries of the jobs numbered below finished_below go (it finished them).
 local function pop_call(q, pop)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, pop.worker)
@@ -101,7 +101,7 @@ local function pop_call(q, pop)
     local args = { pop.now + pop.retry_after, id, pop.connection, q, pop.now,
           os.date("%Y-%m-%d %H:%M:%S", pop.now), pop.count, pop.worker, pop.number, pop.ttl,
           pop.heartbeat_ms, pop.heartbeat }
-    for i = 1, #pop.finished do args[12 + i] = pop.finished[i] end
+    args[13] = pop.finished_below
     return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
             workers, alive }, args, id
 end

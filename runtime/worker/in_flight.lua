@@ -113,13 +113,16 @@ end
 -- before run returns.
 function M.run(job)
     count = count + 1
+    reservations.running(job)
     local timeout = tonumber(job:timeout()) or settings.options.timeout
     -- from the payload: NaN and what is not above 0 mean none; beyond the slot's
     -- 32 bits, as good as none
     if not (timeout > 0) then timeout = 0 end
     timeout = math.min(timeout, 2 ^ 32 - 1)
+    -- every field the task gets, so that the table is made at its size once
     local t = { job = job, timeout = timeout, started = host.clock(), held_at = redis.held_time(),
-        enter = enter, leave = leave }
+        enter = enter, leave = leave, deadline = false, co = false, on_end = false, key = false,
+        done = false, abandoned = false }
     if timeout > 0 then arm(t, timeout) end
     task.spawn(on_end, t, process.process, job)
 end

@@ -70,7 +70,10 @@ local migrated_at = {}         -- queue -> the Unix second its due jobs were las
 local ahead = { q = nil, jobs = {}, next = 1, at = 0, started = 0, first = 0 }
 local pending                  -- the pop of the next batch under way: {q, handle, at, number}
 local batch_size = 1
-local finished = {}            -- queue -> the numbers of its jobs that ended since its last pop
+-- The jobs handed over to run (M.running), in number order: running[first..last]
+-- their numbers, ended[number] = true once finished; newest: the last one's.
+local running = { first = 1, last = 0, newest = nil }
+local ended = {}
 
 -- Starts the heartbeat of this process on each of its queues.
 function M.setup()
@@ -123,27 +126,50 @@ local function pop_args(q, count)
     local now = host.now()
     local number = next_number
     next_number = next_number + count
-    local ended = finished[q] or {}
-    finished[q] = nil
     return { now = now, retry_after = options.retry_after, connection = settings.connection_name,
         count = count, worker = id, number = number, ttl = options.retry_after + RECORD_MARGIN,
         heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list,
-        finished = ended }, number
+        finished_below = M.finished_below() }, number
 end
 
--- Notes that job, taken by this worker, ended: its outcome is in Redis, or on its
--- way before the next pop (a delete), or it left this worker's hands. Its record's
--- entries go with the next pop of its queue. (Lost with that pop's reply, they stay
--- until the record expires: started and no longer reserved, they mean nothing.)
-function M.finished(job)
-    if not job.number then return end
-    local q = job:queue()
-    local list = finished[q]
-    if not list then
-        list = {}
-        finished[q] = list
+-- The number below which every job this worker took is finished: the first one
+-- handed over to run that has not finished, else the one after the last.
+function M.finished_below()
+    local r = running
+    while r.first <= r.last and ended[r[r.first]] do
+        ended[r[r.first]] = nil
+        r[r.first] = nil
+        r.first = r.first + 1
     end
-    list[#list + 1] = job.number
+    if r.first > r.last then
+        r.first, r.last = 1, 0
+        return r.newest and r.newest + 1
+    end
+    -- the window moves to 1.. now and then, so that its keys stay the array part's
+    if r.first > 4096 then
+        local n = 0
+        for i = r.first, r.last do
+            n = n + 1
+            r[n], r[i] = r[i], nil
+        end
+        r.first, r.last = 1, n
+    end
+    return r[r.first]
+end
+
+-- Notes that job (taken by next_job, in number order) is handed over to run.
+function M.running(job)
+    running.last = running.last + 1
+    running[running.last] = job.number
+    running.newest = job.number
+end
+
+-- Notes that job, handed over to run, ended: its outcome is in Redis, or on its way
+-- before the next pop (a delete), or it left this worker's hands. Its record's
+-- entries go with a later pop. (Lost with a pop's reply, they stay until the
+-- record expires: started and no longer reserved, they mean nothing.)
+function M.finished(job)
+    ended[job.number] = true
 end
 
 -- Raises err, the failure of a pop of q, noting first that its reply may have been
