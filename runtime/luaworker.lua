@@ -6,7 +6,8 @@
 --   error reply or a lost connection raises, a Redis that cannot run it yet
 --   (LOADING, READONLY, not reachable) is waited for up to REDIS_WAIT seconds first.
 --   Commands that change the connection for the worker's own commands (SUBSCRIBE,
---   MONITOR, MULTI, SELECT...: CONNECTION_STATE) raise without being sent.
+--   MONITOR, MULTI, SELECT...: CONNECTION_STATE) or block it (BLPOP, XREAD BLOCK,
+--   WAIT...) raise without being sent.
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
 --   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
 local events = require "luaworker.events"
@@ -59,6 +60,25 @@ local CONNECTION_STATE = {
 }
 local CLIENT_STATE = { REPLY = true, TRACKING = true, CACHING = true }
 
+-- Commands that block the connection until something happens: the worker's own
+-- commands and every other job in flight would wait behind them.
+local BLOCKS = "blocks the connection the worker and the other jobs in flight share: poll "
+    .. "without blocking (LPOP, XREAD without BLOCK...) and wait with luaworker.sleep"
+for _, name in ipairs({ "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN",
+        "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF" }) do
+    CONNECTION_STATE[name] = BLOCKS
+end
+-- XREAD and XREADGROUP block only with a BLOCK argument.
+local BLOCK_OPTION = { XREAD = true, XREADGROUP = true }
+
+local function has_block_option(...)
+    for i = 2, select("#", ...) do
+        local a = select(i, ...)
+        if type(a) == "string" and a:upper() == "BLOCK" then return true end
+    end
+    return false
+end
+
 function M.redis(...)
     local cmd = ...
     if select("#", ...) == 0 or type(cmd) ~= "string" then
@@ -72,6 +92,9 @@ function M.redis(...)
             name = "CLIENT " .. sub:upper()
             why = "changes how Redis answers on the connection the worker shares"
         end
+    end
+    if not why and BLOCK_OPTION[name] and has_block_option(...) then
+        name, why = name .. " BLOCK", BLOCKS
     end
     if why then
         error("luaworker.redis: " .. name .. " is not allowed: it " .. why, 2)

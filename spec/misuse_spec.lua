@@ -35,6 +35,9 @@ describe("luaworker work on handlers that misuse it", function()
         { "MULTI", '"MULTI"', "use EVAL" },
         { "SELECT", '"SELECT", 5', "another database" },
         { "CLIENT REPLY", '"CLIENT", "reply", "off"', "how Redis answers" },
+        { "BLPOP", '"blpop", "k", 1', "poll without blocking" },
+        { "XREAD BLOCK", '"XREAD", "COUNT", 1, "block", 100, "STREAMS", "s", "$"', "poll without blocking" },
+        { "WAIT", '"WAIT", 0, 100', "other jobs in flight share" },
     }) do
         it("refuses " .. case[1] .. " in luaworker.redis, and goes on with the next job", function()
             local misuse, good = job("App\\Jobs\\Misuse"), job("App\\Jobs\\Done")
