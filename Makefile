@@ -20,7 +20,7 @@ CC      ?= cc
 LUAJIT  ?= luajit
 PREFIX  ?= /usr/local
 
-PKGS     = luajit hiredis libev libcrypto
+PKGS     = luajit hiredis libev libcrypto libcurl
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
@@ -28,7 +28,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || \
                 echo -I/usr/include/luajit-2.1)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
-                echo -lluajit-5.1 -lhiredis -lev -lcrypto)
+                echo -lluajit-5.1 -lhiredis -lev -lcrypto -lcurl)
 CFLAGS  += -Iruntime $(PKG_CFLAGS)
 LDFLAGS += -Wl,-E
 LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl
@@ -49,8 +49,8 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
-            libev-dev lua-cjson lua-cjson-dev libssl-dev
-DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis \
+            libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev
+DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl \
             php-cli php-redis php-sqlite3 php-laravel-framework
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind

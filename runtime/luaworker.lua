@@ -10,6 +10,7 @@
 --   WAIT...) raise without being sent.
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
 --   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
+--   luaworker.http: HTTP requests that wait without holding up the worker.
 local events = require "luaworker.events"
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
@@ -25,6 +26,7 @@ local REDIS_WAIT = 10
 local M = {
     json = cjson,
     php = php,
+    http = require "luaworker.http",
     null = cjson.null,
     prefix = "",
     connection_name = "redis",

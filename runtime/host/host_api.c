@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 
 #include "host/host_heartbeat.h"
+#include "host/host_http.h"
 #include "host/host_redis.h"
 #include "host/host_slot.h"
 #include "host/host_system.h"
@@ -11,7 +12,7 @@
 
 static const luaL_Reg *const units[] = {
     host_redis_functions, host_wait_functions, host_heartbeat_functions,
-    host_slot_functions, host_system_functions,
+    host_slot_functions, host_system_functions, host_http_functions,
 };
 
 static int luaopen_host(lua_State *L)

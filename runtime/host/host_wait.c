@@ -8,17 +8,17 @@
 #include "redis/redis_conn.h"
 #include "redis/redis_sub.h"
 
-/* Timers (host.sleep, host.timer): each a waiter in h->timers while it runs. */
+/* Timers (host.sleep, host.timer): each a waiter in h->waits while it runs. */
 static void remove_timer(struct host_waiter *w)
 {
-    struct host *h = w->h;
-    ev_timer_stop(h->loop, &w->timer);
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        h->timers = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    ev_timer_stop(w->h->loop, &w->timer);
+    host_waiter_unlink(w);
+}
+
+static void cancel_timer(struct host_waiter *w)
+{
+    remove_timer(w);
+    host_waiter_give(w);
 }
 
 /* Ends timer w: the task waiting for its ticket gets fired (true: the time passed;
@@ -49,10 +49,8 @@ static struct host_waiter *start_timer(lua_State *L, struct host *h, double seco
     ev_timer_init(&w->timer, on_timer, seconds, 0.);
     w->timer.data = w;
     w->wakeable = wakeable;
-    w->next = h->timers;
-    if (h->timers)
-        h->timers->prev = w;
-    h->timers = w;
+    w->cancel = cancel_timer;
+    host_waiter_link(w);
     ev_timer_start(h->loop, &w->timer);
     return w;
 }
@@ -240,7 +238,7 @@ static void wake(struct host *h)
         unblock_wait(h);
     /* each resume may start or end timers: look again from the start after each */
     for (;;) {
-        struct host_waiter *w = h->timers;
+        struct host_waiter *w = h->waits;
         while (w && !w->wakeable)
             w = w->next;
         if (!w || h->finished)
@@ -282,23 +280,21 @@ static int l_host_timer(lua_State *L)
     return 2;
 }
 
-/* host.cancel(ticket[, handle]) -> whether a timer (host.sleep, host.timer) with
- * that ticket was running: it is stopped, and its ticket never comes. handle (from
- * host.timer) spares the search. Other waits cannot be cancelled: their ticket
- * comes, for nobody. */
+/* host.cancel(ticket[, handle]) -> whether a wait that can be cancelled (a timer of
+ * host.sleep or host.timer, a request of host.http_request) had that ticket: it is
+ * ended, and its ticket never comes. handle (from host.timer) spares the search.
+ * Other waits (Redis commands) cannot be: their ticket comes, for nobody. */
 static int l_host_cancel(lua_State *L)
 {
     struct host *h = host_of(L);
     double ticket = luaL_checknumber(L, 1);
     struct host_waiter *w = lua_touserdata(L, 2);
     /* a handle whose waiter was given back since may hold another wait now */
-    if (!w || w->ticket != ticket || !ev_is_active(&w->timer))
-        for (w = h->timers; w && w->ticket != ticket; w = w->next)
+    if (!w || w->ticket != ticket || !w->cancel)
+        for (w = h->waits; w && w->ticket != ticket; w = w->next)
             ;
-    if (w) {
-        remove_timer(w);
-        host_waiter_give(w);
-    }
+    if (w)
+        w->cancel(w);
     lua_pushboolean(L, w != NULL);
     return 1;
 }

@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "http/http_client.h"
 #include "php/encrypter.h"
 #include "php/php_value.h"
 #include "redis/redis_conn.h"
@@ -67,9 +68,32 @@ struct host_waiter *host_waiter_take(struct host *h)
     return w;
 }
 
+void host_waiter_link(struct host_waiter *w)
+{
+    struct host *h = w->h;
+    w->prev = NULL;
+    w->next = h->waits;
+    if (h->waits)
+        h->waits->prev = w;
+    h->waits = w;
+}
+
+void host_waiter_unlink(struct host_waiter *w)
+{
+    struct host *h = w->h;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        h->waits = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
 void host_waiter_give(struct host_waiter *w)
 {
     struct host *h = w->h;
+    w->cancel = NULL;
     w->next = h->spare;
     h->spare = w;
 }
@@ -404,8 +428,11 @@ void host_close(struct host *h)
     h->closing = 1;
     if (h->loop) {
         ev_timer_stop(h->loop, &h->wait_timer);
-        for (struct host_waiter *w = h->timers; w; w = w->next)
+        for (struct host_waiter *w = h->waits; w; w = w->next)
             ev_timer_stop(h->loop, &w->timer);
+        /* its requests end without a word: their waiters are freed below */
+        http_client_free(h->http);
+        h->http = NULL;
         if (ev_is_active(&h->heartbeat_timer)) {
             ev_ref(h->loop);  /* host.heartbeat unref'd it */
             ev_timer_stop(h->loop, &h->heartbeat_timer);
@@ -430,9 +457,9 @@ void host_close(struct host *h)
     free(h->heartbeat_argv);
     h->heartbeat_argv = NULL;
     /* the connections are freed: no reply will come for a waiter now */
-    while (h->timers) {
-        struct host_waiter *w = h->timers;
-        h->timers = w->next;
+    while (h->waits) {
+        struct host_waiter *w = h->waits;
+        h->waits = w->next;
         free(w);
     }
     while (h->spare) {

@@ -24,6 +24,8 @@
 struct redis_conn;
 struct redis_sub;
 struct slot;
+struct http_client;
+struct http_request;
 
 /* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
  * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
@@ -33,8 +35,9 @@ enum { HOST_QUEUE_CONN = 0, HOST_CACHE_CONN = 1, HOST_BLOCK_CONN = 2, HOST_CONNS
 
 #define HOST_ID_MAX 128
 
-/* A wait in progress: its ticket and, for a timer (host_wait), its watcher and its
- * place in the host's list of running timers. Taken with host_waiter_take, given
+/* A wait in progress: its ticket and, for one that can be cancelled (a timer of
+ * host_wait, a request of host_http), how, and its place in the host's list of
+ * those. Taken with host_waiter_take, given
  * back with host_waiter_give (kept for reuse, with its ticket: a ticket is in use
  * by one wait at a time, from its start until its result reaches the scheduler or
  * it is cancelled). */
@@ -47,8 +50,10 @@ enum {
 struct host_waiter {
     struct host *h;
     double ticket;
-    ev_timer timer;
+    ev_timer timer;                 /* a timer's */
     int wakeable;                   /* a signal ends it early (host.sleep) */
+    struct http_request *request;   /* a request's */
+    void (*cancel)(struct host_waiter *w);  /* ends it, its ticket never brought */
     struct host_waiter *prev, *next;
 };
 
@@ -73,7 +78,8 @@ struct host {
 
     /* waits (host_wait) */
     double waiters;                 /* waiters made so far (each has its ticket) */
-    struct host_waiter *timers;     /* the timers running (host.sleep, host.timer) */
+    struct host_waiter *waits;      /* the waits that can be cancelled (timers, requests) */
+    struct http_client *http;       /* host_http's, made by the first request; or NULL */
     struct host_waiter *spare;      /* waiters given back, for reuse */
     ev_timer wait_timer;            /* ends host.wait_notify's BLPOP at its deadline */
     int blocking;                   /* a host.wait_notify BLPOP is in flight */
@@ -141,6 +147,10 @@ struct host_waiter *host_waiter_take(struct host *h);
 
 /* Gives w back for reuse (its timer must be stopped); its ticket is free again. */
 void host_waiter_give(struct host_waiter *w);
+
+/* Adds w to h->waits (it can be cancelled: w->cancel is set), or takes it out. */
+void host_waiter_link(struct host_waiter *w);
+void host_waiter_unlink(struct host_waiter *w);
 
 /* Ends the process's run with status 70 after an internal error (what). */
 void host_fail(struct host *h, const char *what);

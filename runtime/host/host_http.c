@@ -1,0 +1,130 @@
+#include "host/host_http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/lua_host.h"
+#include "http/http_client.h"
+
+/* The most header lines a request may send. */
+#define MAX_HEADERS 256
+
+struct done_result {
+    const struct http_response *r;
+};
+
+/* Pushes (true, status, header block, body) or (false, message). */
+static int push_response(lua_State *L, void *data)
+{
+    const struct http_response *r = ((struct done_result *)data)->r;
+    if (r->error) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, r->error);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_pushnumber(L, (lua_Number)r->status);
+    lua_pushlstring(L, r->headers, r->headers_len);
+    lua_pushlstring(L, r->body, r->body_len);
+    return 4;
+}
+
+static void on_done(void *data, const struct http_response *r)
+{
+    struct host_waiter *w = data;
+    struct host *h = w->h;
+    double ticket = w->ticket;
+    host_waiter_unlink(w);
+    host_waiter_give(w);
+    if (h->closing || h->finished)
+        return;
+    struct done_result d = { r };
+    host_resume_with(h, ticket, push_response, &d);
+}
+
+static void cancel_request(struct host_waiter *w)
+{
+    http_request_cancel(w->request);
+    host_waiter_unlink(w);
+    host_waiter_give(w);
+}
+
+/* A string field of the options table at index 1, or def. */
+static const char *opt_string(lua_State *L, const char *name, const char *def, size_t *len)
+{
+    lua_getfield(L, 1, name);
+    const char *v = lua_isnil(L, -1) ? def : luaL_checklstring(L, -1, len);
+    lua_pop(L, 1);
+    return v;
+}
+
+static double opt_number(lua_State *L, const char *name, double def)
+{
+    lua_getfield(L, 1, name);
+    double v = lua_isnil(L, -1) ? def : luaL_checknumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* host.http_request{method=, url=, headers={"Name: value", ...}, body=, timeout=,
+ * verify=, redirects=, max_size=} -> true, status, header block, body | false,
+ * message. Checked by luaworker.http first. Yields until the response. The strings
+ * are copied by libcurl before this returns. */
+static int l_host_http_request(lua_State *L)
+{
+    struct host *h = host_of(L);
+    host_check_wait(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    struct http_options o = {0};
+    o.method = opt_string(L, "method", "GET", NULL);
+    o.url = opt_string(L, "url", NULL, NULL);
+    if (!o.url)
+        return luaL_argerror(L, 1, "no url");
+    o.body = opt_string(L, "body", NULL, &o.body_len);
+    o.timeout = opt_number(L, "timeout", 0);
+    o.redirects = (long)opt_number(L, "redirects", 0);
+    o.max_size = (size_t)opt_number(L, "max_size", 0);
+    lua_getfield(L, 1, "verify");
+    o.verify = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    const char *headers[MAX_HEADERS];
+    lua_getfield(L, 1, "headers");
+    if (lua_istable(L, -1)) {
+        size_t n = lua_objlen(L, -1);
+        if (n > MAX_HEADERS)
+            return luaL_error(L, "too many headers (%d, at most %d)", (int)n, MAX_HEADERS);
+        for (size_t i = 0; i < n; i++) {
+            lua_rawgeti(L, -1, (int)i + 1);
+            headers[i] = luaL_checkstring(L, -1);
+            lua_pop(L, 1);  /* the table keeps the string */
+        }
+        o.headers = headers;
+        o.nheaders = n;
+    }
+    if (!h->http) {
+        char err[256];
+        if (!(h->http = http_client_new(h->loop, err, sizeof err))) {
+            lua_pushboolean(L, 0);
+            lua_pushstring(L, err);
+            return 2;
+        }
+    }
+    struct host_waiter *w = host_waiter_take(h);
+    if (!w)
+        return luaL_error(L, "out of memory");
+    char err[256];
+    if (!(w->request = http_request_start(h->http, &o, on_done, w, err, sizeof err))) {
+        host_waiter_give(w);
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    w->cancel = cancel_request;
+    host_waiter_link(w);
+    return host_yield(L, w->ticket);
+}
+
+const luaL_Reg host_http_functions[] = {
+    {"http_request", l_host_http_request},
+    {NULL, NULL},
+};

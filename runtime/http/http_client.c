@@ -1,0 +1,361 @@
+#include "http/http_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+/* A growing buffer. */
+struct buffer {
+    char *data;
+    size_t len, cap;
+};
+
+static int buffer_add(struct buffer *b, const char *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d)
+            return -1;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+/* A socket libcurl asked the loop to watch. */
+struct watch {
+    ev_io io;
+    struct http_client *c;
+    struct watch *prev, *next;
+};
+
+struct http_client {
+    struct ev_loop *loop;
+    CURLM *multi;
+    ev_timer timer;
+    struct watch *watches;
+    struct http_request *requests;  /* under way */
+};
+
+struct http_request {
+    struct http_client *c;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct buffer head, body;
+    size_t max_size;
+    int too_large;
+    http_done_fn *done;
+    void *data;
+    char error[CURL_ERROR_SIZE];
+    CURLcode code;                  /* how it ended, once finished */
+    int finished;                   /* ended, its response not handed over yet */
+    int cancelled;                  /* cancelled then: freed instead of handed over */
+    struct http_request *done_next; /* the next of those */
+    struct http_request *prev, *next;
+};
+
+static void request_free(struct http_request *r)
+{
+    struct http_client *c = r->c;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->requests = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    curl_multi_remove_handle(c->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers);
+    free(r->head.data);
+    free(r->body.data);
+    free(r);
+}
+
+/* Hands r, finished with code, its response, unless it was cancelled meanwhile. */
+static void deliver(struct http_request *r)
+{
+    struct http_response resp = {0};
+    char error[CURL_ERROR_SIZE + 96];
+    if (r->cancelled) {
+        request_free(r);
+        return;
+    }
+    if (r->code == CURLE_OK) {
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+        resp.headers = r->head.data ? r->head.data : "";
+        resp.headers_len = r->head.len;
+        resp.body = r->body.data ? r->body.data : "";
+        resp.body_len = r->body.len;
+    } else if (r->too_large) {
+        snprintf(error, sizeof error, "the response is larger than the limit of %zu bytes",
+                 r->max_size);
+        resp.error = error;
+    } else {
+        snprintf(error, sizeof error, "cURL error %d: %s", (int)r->code,
+                 r->error[0] ? r->error : curl_easy_strerror(r->code));
+        resp.error = error;
+    }
+    r->done(r->data, &resp);
+    request_free(r);
+}
+
+/* Hands each finished request its response. Called after curl_multi_socket_action
+ * returned. All are taken from libcurl first: a done callback may start or cancel
+ * requests. */
+static void finish_done(struct http_client *c)
+{
+    struct http_request *first = NULL, **last = &first;
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(c->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        struct http_request *r = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        r->code = msg->data.result;
+        r->finished = 1;
+        curl_multi_remove_handle(c->multi, r->easy);
+        *last = r;
+        last = &r->done_next;
+    }
+    while (first) {
+        struct http_request *r = first;
+        first = r->done_next;
+        deliver(r);
+    }
+}
+
+static void on_io(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    struct watch *w = (struct watch *)io;
+    struct http_client *c = w->c;
+    int action = (revents & EV_READ ? CURL_CSELECT_IN : 0) | (revents & EV_WRITE ? CURL_CSELECT_OUT : 0);
+    int running;
+    curl_multi_socket_action(c->multi, io->fd, action, &running);
+    finish_done(c);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct http_client *c = t->data;
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    finish_done(c);
+}
+
+static void watch_free(struct http_client *c, struct watch *w)
+{
+    ev_io_stop(c->loop, &w->io);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        c->watches = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    free(w);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch s for what libcurl waits for, or stop. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    struct http_client *c = userp;
+    struct watch *w = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (w)
+            watch_free(c, w);
+        return 0;
+    }
+    int events = (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
+    if (!w) {
+        if (!(w = calloc(1, sizeof *w)))
+            return -1;
+        w->c = c;
+        w->next = c->watches;
+        if (c->watches)
+            c->watches->prev = w;
+        c->watches = w;
+        curl_multi_assign(c->multi, s, w);
+    } else {
+        ev_io_stop(c->loop, &w->io);
+    }
+    ev_io_init(&w->io, on_io, s, events);
+    ev_io_start(c->loop, &w->io);
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: call curl_multi_socket_action after timeout_ms (-1: never). */
+static int on_timeout(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    struct http_client *c = userp;
+    ev_timer_stop(c->loop, &c->timer);
+    if (timeout_ms >= 0) {
+        ev_timer_set(&c->timer, (double)timeout_ms / 1000., 0.);
+        ev_timer_start(c->loop, &c->timer);
+    }
+    return 0;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *userp)
+{
+    struct http_request *r = userp;
+    size_t len = size * n;
+    if (r->max_size && r->body.len + len > r->max_size) {
+        r->too_large = 1;
+        return 0;
+    }
+    return buffer_add(&r->body, p, len) ? 0 : len;
+}
+
+/* Each header line; a status line starts the block of another response (after a
+ * redirect, a 100 Continue): the last block is the response's. */
+static size_t on_header(char *p, size_t size, size_t n, void *userp)
+{
+    struct http_request *r = userp;
+    size_t len = size * n;
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
+        r->head.len = 0;
+    return buffer_add(&r->head, p, len) ? 0 : len;
+}
+
+struct http_client *http_client_new(struct ev_loop *loop, char *err, size_t errlen)
+{
+    static int initialized;
+    if (!initialized) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            snprintf(err, errlen, "libcurl could not be initialized");
+            return NULL;
+        }
+        initialized = 1;
+    }
+    struct http_client *c = calloc(1, sizeof *c);
+    if (!c || !(c->multi = curl_multi_init())) {
+        free(c);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->loop = loop;
+    ev_timer_init(&c->timer, on_timer, 0., 0.);
+    c->timer.data = c;
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timeout);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    return c;
+}
+
+void http_client_free(struct http_client *c)
+{
+    if (!c)
+        return;
+    while (c->requests)
+        request_free(c->requests);
+    curl_multi_cleanup(c->multi);
+    while (c->watches)
+        watch_free(c, c->watches);
+    ev_timer_stop(c->loop, &c->timer);
+    free(c);
+}
+
+/* Sets the method and body of e. */
+static void set_method(CURL *e, const struct http_options *o)
+{
+    if (o->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+        curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body);
+        if (strcasecmp(o->method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
+    } else if (strcasecmp(o->method, "HEAD") == 0) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (strcasecmp(o->method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
+    }
+}
+
+struct http_request *http_request_start(struct http_client *c, const struct http_options *o,
+                                        http_done_fn *done, void *data, char *err,
+                                        size_t errlen)
+{
+    struct http_request *r = calloc(1, sizeof *r);
+    if (!r || !(r->easy = curl_easy_init())) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->c = c;
+    r->done = done;
+    r->data = data;
+    r->max_size = o->max_size;
+    CURL *e = r->easy;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->error);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_URL, o->url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (o->timeout > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000. + 0.5));
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify ? 2L : 0L);
+    const char *ca = getenv("CURL_CA_BUNDLE");
+    if (!ca || !*ca)
+        ca = getenv("SSL_CERT_FILE");
+    if (ca && *ca)
+        curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+    if (o->redirects > 0) {
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+        curl_easy_setopt(e, CURLOPT_MAXREDIRS, o->redirects);
+        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    }
+    set_method(e, o);
+    for (size_t i = 0; i < o->nheaders; i++) {
+        struct curl_slist *l = curl_slist_append(r->headers, o->headers[i]);
+        if (!l) {
+            curl_slist_free_all(r->headers);
+            curl_easy_cleanup(e);
+            free(r);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        r->headers = l;
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    CURLMcode mc = curl_multi_add_handle(c->multi, e);
+    if (mc != CURLM_OK) {
+        curl_slist_free_all(r->headers);
+        curl_easy_cleanup(e);
+        free(r);
+        snprintf(err, errlen, "%s", curl_multi_strerror(mc));
+        return NULL;
+    }
+    r->next = c->requests;
+    if (c->requests)
+        c->requests->prev = r;
+    c->requests = r;
+    return r;
+}
+
+void http_request_cancel(struct http_request *r)
+{
+    if (r->finished)
+        r->cancelled = 1;
+    else
+        request_free(r);
+}

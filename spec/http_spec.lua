@@ -1,0 +1,253 @@
+-- luaworker.http against real servers: a local HTTP server (spec/fixtures/http/
+-- server.lua, every connection at once), and two HTTPS servers (openssl s_server):
+-- one with a certificate of a test CA the client is told to trust, one with a
+-- self-signed certificate it must refuse.
+local H = require "spec.helpers"
+local cjson = H.json
+
+local port, tls_port, untrusted_port, dir
+local pids = {}
+
+-- Starts cmd in the background in directory cwd; returns its pid.
+local function background(cwd, cmd)
+    local f = io.popen(string.format("cd %s && ( %s >/dev/null 2>&1 & echo $! )", H.quote(cwd), cmd))
+    local pid = tonumber(f:read("*l"))
+    f:close()
+    pids[#pids + 1] = pid
+    return pid
+end
+
+local function free_port()
+    return math.random(20000, 40000)
+end
+
+local function up(p)
+    local conn = require("socket").connect("127.0.0.1", p)
+    if conn then conn:close() end
+    return conn ~= nil
+end
+
+local function openssl(args)
+    assert(os.execute(string.format("cd %s && openssl %s >/dev/null 2>&1", H.quote(dir), args)))
+end
+
+local function start_servers()
+    dir = H.tmpdir()
+    port = free_port()
+    background(H.root, string.format("exec lua5.2 spec/fixtures/http/server.lua %d", port))
+    -- a test CA, a certificate it signs for 127.0.0.1, and a self-signed one
+    openssl("req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=spec-ca")
+    openssl("req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1")
+    H.write_file(dir .. "/ext.cnf", "subjectAltName=IP:127.0.0.1\n")
+    openssl("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
+        .. "-days 2 -extfile ext.cnf")
+    openssl("req -x509 -newkey rsa:2048 -nodes -keyout self.key -out self.pem -days 2 "
+        .. "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1")
+    H.write_file(dir .. "/hello.txt", "hello over tls")
+    tls_port, untrusted_port = free_port(), free_port()
+    background(dir, string.format("exec openssl s_server -quiet -accept %d -cert server.pem "
+        .. "-key server.key -WWW", tls_port))
+    background(dir, string.format("exec openssl s_server -quiet -accept %d -cert self.pem "
+        .. "-key self.key -WWW", untrusted_port))
+    for _, p in ipairs({ port, tls_port, untrusted_port }) do
+        H.wait_until(function() return up(p) end, 10, "a server on port " .. p)
+    end
+end
+
+-- Runs a Lua script inside luaworker (luaworker lua) with the test CA trusted;
+-- PORT, TLS_PORT and UNTRUSTED_PORT in it are replaced. Returns what it printed.
+local function run_lua(source)
+    local file = H.tmpdir() .. "/script.lua"
+    source = source:gsub("UNTRUSTED_PORT", tostring(untrusted_port)):gsub("TLS_PORT", tostring(tls_port))
+        :gsub("PORT", tostring(port))
+    H.write_file(file, source)
+    local r = H.run({ "lua", file }, { env = { CURL_CA_BUNDLE = dir .. "/ca.pem" } })
+    assert.are.equal(0, r.status, r.stdout .. r.stderr)
+    return r.stdout
+end
+
+local function stats()
+    local out = run_lua([[print(require("luaworker").http.get("http://127.0.0.1:PORT/stats").body)]])
+    return cjson.decode(out)
+end
+
+describe("luaworker.http", function()
+    setup(start_servers)
+    teardown(function()
+        for _, pid in ipairs(pids) do os.execute("kill " .. pid .. " 2>/dev/null") end
+    end)
+
+    it("gets a response: status, headers by lower-case name (repeated ones joined), body", function()
+        local out = run_lua([[
+local r = require("luaworker").http.get("http://127.0.0.1:PORT/headers")
+print(r.status, r.headers["x-multi"], r.headers["content-type"], r.body)
+]])
+        assert.are.equal("200\tone, two\ttext/plain\tok\n", out)
+    end)
+
+    it("sends the method, headers and body given", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+local r = http.post("http://127.0.0.1:PORT/echo?x=1", '{"a":1}',
+    { headers = { ["Content-Type"] = "application/json", ["X-Token"] = "t" } })
+print(r.body)
+r = http.request({ method = "PUT", url = "http://127.0.0.1:PORT/echo", body = "put body" })
+print(r.body)
+r = http.request({ method = "DELETE", url = "http://127.0.0.1:PORT/echo" })
+print(r.body)
+]])
+        local lines = {}
+        for line in out:gmatch("[^\n]+") do lines[#lines + 1] = cjson.decode(line) end
+        assert.are.same({ "POST", "x=1", '{"a":1}', "application/json", "t" }, { lines[1].method,
+            lines[1].query, lines[1].body, lines[1].headers["content-type"], lines[1].headers["x-token"] })
+        assert.are.same({ "PUT", "put body" }, { lines[2].method, lines[2].body })
+        assert.are.same({ "DELETE", "" }, { lines[3].method, lines[3].body })
+    end)
+
+    it("returns 4xx and 5xx as responses, and follows redirects only when asked", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+print(http.get("http://127.0.0.1:PORT/status?code=503").status)
+print(http.get("http://127.0.0.1:PORT/nowhere").status)
+local r = http.get("http://127.0.0.1:PORT/redirect?to=/echo")
+print(r.status, r.headers.location)
+r = http.get("http://127.0.0.1:PORT/redirect?to=/echo", { follow = true })
+print(r.status, require("cjson").decode(r.body).path)
+]])
+        assert.are.equal("503\n404\n302\t/echo\n200\t/echo\n", out)
+    end)
+
+    it("reuses a connection per host", function()
+        local before = stats().connections
+        run_lua([[
+local http = require("luaworker").http
+for i = 1, 10 do assert(http.get("http://127.0.0.1:PORT/echo").status == 200) end
+]])
+        -- the ten requests, and the look at the stats: two processes, two connections
+        assert.are.equal(before + 2, stats().connections)
+    end)
+
+    it("raises a ConnectionException naming the URL without credentials, query or fragment", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+for _, url in ipairs({ "http://user:secret@127.0.0.1:PORT/delay?ms=3000&token=abc#frag",
+        "http://127.0.0.1:1/closed?key=k" }) do
+    local ok, err = pcall(http.get, url, { timeout = 0.3 })
+    print(ok, err.class, err.message)
+end
+]])
+        assert.matches("false\tIlluminate\\Http\\Client\\ConnectionException\tcURL error 28: [^\n]* for "
+            .. "http://127%.0%.0%.1:" .. port .. "/delay\n", out)
+        assert.matches("false\tIlluminate\\Http\\Client\\ConnectionException\tcURL error 7: [^\n]* for "
+            .. "http://127%.0%.0%.1:1/closed\n", out)
+        assert.is_nil(out:find("secret", 1, true))
+        assert.is_nil(out:find("token", 1, true))
+        assert.is_nil(out:find("key=", 1, true))
+    end)
+
+    it("refuses a response over max_size", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+print(#http.get("http://127.0.0.1:PORT/big?bytes=1000", { max_size = 1000 }).body)
+local ok, err = pcall(http.get, "http://127.0.0.1:PORT/big?bytes=100000", { max_size = 1000 })
+print(ok, err.message)
+]])
+        assert.are.equal("1000\nfalse\tthe response is larger than the limit of 1000 bytes for "
+            .. "http://127.0.0.1:" .. port .. "/big\n", out)
+    end)
+
+    it("verifies https against the CA bundle named by CURL_CA_BUNDLE, refuses an untrusted "
+        .. "certificate, and takes it with verify = false", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+print(http.get("https://127.0.0.1:TLS_PORT/hello.txt").body)
+local ok, err = pcall(http.get, "https://127.0.0.1:UNTRUSTED_PORT/hello.txt")
+print(ok, err.message)
+print(http.get("https://127.0.0.1:UNTRUSTED_PORT/hello.txt", { verify = false }).body)
+]])
+        local lines = {}
+        for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+        assert.are.equal("hello over tls", lines[1])
+        assert.matches("^false\tcURL error 60: ", lines[2])
+        assert.are.equal("hello over tls", lines[3])
+    end)
+
+    it("rejects bad options with an error naming them", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+for _, opts in ipairs({
+    { url = "ftp://127.0.0.1/x" },
+    { url = "http://127.0.0.1:PORT/", method = "get" },
+    { url = "http://127.0.0.1:PORT/", body = 5 },
+    { url = "http://127.0.0.1:PORT/", timeout = -1 },
+    { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = "a\r\nX-Injected: 1" } },
+}) do
+    local ok, err = pcall(http.request, opts)
+    print(ok, err)
+end
+]])
+        local lines = {}
+        for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+        assert.matches("url must be an http:// or https:// URL, got ftp://127.0.0.1/x", lines[1], 1, true)
+        assert.matches("method must be an upper-case name such as GET, got get", lines[2], 1, true)
+        assert.matches("body must be a string, got number", lines[3], 1, true)
+        assert.matches("timeout must be a number >= 0, got -1", lines[4], 1, true)
+        assert.matches("the value of header X-A has a line break", lines[5], 1, true)
+    end)
+
+    describe("in a worker with jobs in flight", function()
+        local HANDLER = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local r = luaworker.http.get("http://127.0.0.1:PORT/delay?ms=" .. command.ms)
+    luaworker.redis("RPUSH", "spec:done", r.body)
+end }
+]]
+        local function http_job(ms, fields)
+            fields = fields or {}
+            fields.data = { commandName = "App\\Jobs\\Fetch", command = string.format(
+                'O:14:"App\\Jobs\\Fetch":1:{s:2:"ms";i:%d;}', ms) }
+            fields.displayName = "App\\Jobs\\Fetch"
+            return H.payload(fields)
+        end
+        local workers = {}
+        after_each(function() for _, w in ipairs(workers) do w:stop() end end)
+        before_each(function() H.flush() end)
+
+        local function start(args)
+            local handlers = H.handlers({ ["App/Jobs/Fetch.lua"] = (HANDLER:gsub("PORT", tostring(port))) })
+            local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
+            for _, a in ipairs(args) do full[#full + 1] = a end
+            local w = H.spawn(full)
+            workers[#workers + 1] = w
+            return w
+        end
+
+        it("waits on 50 requests at once in one process", function()
+            for _ = 1, 50 do H.push(http_job(1000)) end
+            local w = start({ "--concurrency=50" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 50 end, 30, "the 50 jobs")
+            -- the server had all 50 waiting at once
+            assert.is_true(stats().most_delaying >= 50)
+            assert.are.equal(1, #H.children(w.pid))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("cancels the request of a job stopped for its timeout, and goes on", function()
+            H.push(http_job(30000, { timeout = 1, failOnTimeout = true }))
+            H.push(http_job(10))
+            local w = start({ "--concurrency=2" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 1 end, 10, "the quick job")
+            local abandoned = stats().abandoned
+            H.wait_until(function() return w:stderr():match("ran past its timeout of 1s; it was "
+                .. "stopped where it waited; failed") end, 10, "the timeout")
+            -- its connection was closed: the server saw it go while it waited
+            H.wait_until(function() return stats().abandoned == abandoned + 1 end, 5,
+                "the server to see the request go")
+            assert.are.equal(1, #H.children(w.pid))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+    end)
+end)
