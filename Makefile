@@ -20,7 +20,7 @@ CC      ?= cc
 LUAJIT  ?= luajit
 PREFIX  ?= /usr/local
 
-PKGS     = luajit hiredis libev libcrypto libcurl
+PKGS     = luajit hiredis libev libcrypto
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
@@ -28,7 +28,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || \
                 echo -I/usr/include/luajit-2.1)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
-                echo -lluajit-5.1 -lhiredis -lev -lcrypto -lcurl)
+                echo -lluajit-5.1 -lhiredis -lev -lcrypto)
 CFLAGS  += -Iruntime $(PKG_CFLAGS)
 LDFLAGS += -Wl,-E
 LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl

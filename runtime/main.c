@@ -15,6 +15,7 @@
 #include "host/host_slot.h"
 #include "host/lua_host.h"
 #include "redis/scripts.h"
+#include "supervisor/signals.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
 
@@ -75,6 +76,13 @@ static int check_work_options(const struct cli *cli)
 
 int main(int argc, char **argv)
 {
+    /* `work` handles the signals of signals.h from its start: they wait, blocked,
+     * until its handlers are in place (the supervisor's, or the worker's host), so
+     * that a TERM sent to a process just started stops it as it should instead of
+     * killing it. Other commands get them back as they were. */
+    sigset_t handled, before;
+    signals_fill(&handled);
+    sigprocmask(SIG_BLOCK, &handled, &before);
     struct cli cli;
     char err[1024];
     if (cli_parse(argc, argv, &cli, err, sizeof err)) {
@@ -85,6 +93,8 @@ int main(int argc, char **argv)
         cli_usage(stdout, cli.command);
         return 0;
     }
+    if (strcmp(cli.command->name, "work") != 0)
+        sigprocmask(SIG_SETMASK, &before, NULL);
 
     int laravel_version = atoi(option_value(&cli, "laravel-version"));
     if (laravel_version < 8 || laravel_version > 13) {

@@ -5,7 +5,77 @@
 #include <string.h>
 #include <strings.h>
 
+#include <dlfcn.h>
+
 #include <curl/curl.h>
+
+/* libcurl, loaded on the first request (dlopen): a worker that makes none does not
+ * load it and the 30 libraries it brings (TLS, HTTP/2, ...) at every start. */
+static struct {
+    void *lib;
+    CURLcode (*global_init)(long flags);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
+    CURLMcode (*multi_cleanup)(CURLM *m);
+    CURLMcode (*multi_socket_action)(CURLM *m, curl_socket_t s, int ev_bitmask, int *running);
+    CURLMsg *(*multi_info_read)(CURLM *m, int *msgs_in_queue);
+    CURLMcode (*multi_add_handle)(CURLM *m, CURL *e);
+    CURLMcode (*multi_remove_handle)(CURLM *m, CURL *e);
+    CURLMcode (*multi_assign)(CURLM *m, curl_socket_t s, void *sockp);
+    const char *(*multi_strerror)(CURLMcode code);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *e, CURLoption option, ...);
+    CURLcode (*easy_getinfo)(CURL *e, CURLINFO info, ...);
+    void (*easy_cleanup)(CURL *e);
+    const char *(*easy_strerror)(CURLcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+    void (*slist_free_all)(struct curl_slist *list);
+} curl;
+
+/* Loads libcurl and initializes it, once. Returns 0, or -1 with err set. */
+static int load_curl(char *err, size_t errlen)
+{
+    static int failed;
+    if (curl.lib)
+        return 0;
+    if (failed) {
+        snprintf(err, errlen, "libcurl (libcurl.so.4) could not be loaded");
+        return -1;
+    }
+    void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        failed = 1;
+        snprintf(err, errlen, "luaworker.http needs libcurl (Debian's libcurl4): %s", dlerror());
+        return -1;
+    }
+    struct { const char *name; void **fn; } table[] = {
+#define FN(name) {"curl_" #name, (void **)&curl.name}
+        FN(global_init), FN(multi_init), FN(multi_setopt), FN(multi_cleanup),
+        FN(multi_socket_action), FN(multi_info_read), FN(multi_add_handle),
+        FN(multi_remove_handle), FN(multi_assign), FN(multi_strerror), FN(easy_init),
+        FN(easy_setopt), FN(easy_getinfo), FN(easy_cleanup), FN(easy_strerror),
+        FN(slist_append), FN(slist_free_all),
+#undef FN
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        /* POSIX: a function pointer may be stored through a void * */
+        *table[i].fn = dlsym(lib, table[i].name);
+        if (!*table[i].fn) {
+            failed = 1;
+            snprintf(err, errlen, "libcurl.so.4 has no %s", table[i].name);
+            dlclose(lib);
+            return -1;
+        }
+    }
+    if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        failed = 1;
+        snprintf(err, errlen, "libcurl could not be initialized");
+        dlclose(lib);
+        return -1;
+    }
+    curl.lib = lib;
+    return 0;
+}
 
 /* A growing buffer. */
 struct buffer {
@@ -72,9 +142,9 @@ static void request_free(struct http_request *r)
         c->requests = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    curl_multi_remove_handle(c->multi, r->easy);
-    curl_easy_cleanup(r->easy);
-    curl_slist_free_all(r->headers);
+    curl.multi_remove_handle(c->multi, r->easy);
+    curl.easy_cleanup(r->easy);
+    curl.slist_free_all(r->headers);
     free(r->head.data);
     free(r->body.data);
     free(r);
@@ -90,7 +160,7 @@ static void deliver(struct http_request *r)
         return;
     }
     if (r->code == CURLE_OK) {
-        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+        curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
         resp.headers = r->head.data ? r->head.data : "";
         resp.headers_len = r->head.len;
         resp.body = r->body.data ? r->body.data : "";
@@ -101,7 +171,7 @@ static void deliver(struct http_request *r)
         resp.error = error;
     } else {
         snprintf(error, sizeof error, "cURL error %d: %s", (int)r->code,
-                 r->error[0] ? r->error : curl_easy_strerror(r->code));
+                 r->error[0] ? r->error : curl.easy_strerror(r->code));
         resp.error = error;
     }
     r->done(r->data, &resp);
@@ -116,14 +186,14 @@ static void finish_done(struct http_client *c)
     struct http_request *first = NULL, **last = &first;
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(c->multi, &left))) {
+    while ((msg = curl.multi_info_read(c->multi, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         struct http_request *r = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        curl.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         r->code = msg->data.result;
         r->finished = 1;
-        curl_multi_remove_handle(c->multi, r->easy);
+        curl.multi_remove_handle(c->multi, r->easy);
         *last = r;
         last = &r->done_next;
     }
@@ -141,7 +211,7 @@ static void on_io(struct ev_loop *loop, ev_io *io, int revents)
     struct http_client *c = w->c;
     int action = (revents & EV_READ ? CURL_CSELECT_IN : 0) | (revents & EV_WRITE ? CURL_CSELECT_OUT : 0);
     int running;
-    curl_multi_socket_action(c->multi, io->fd, action, &running);
+    curl.multi_socket_action(c->multi, io->fd, action, &running);
     finish_done(c);
 }
 
@@ -151,7 +221,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
     (void)revents;
     struct http_client *c = t->data;
     int running;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    curl.multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     finish_done(c);
 }
 
@@ -187,7 +257,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
         if (c->watches)
             c->watches->prev = w;
         c->watches = w;
-        curl_multi_assign(c->multi, s, w);
+        curl.multi_assign(c->multi, s, w);
     } else {
         ev_io_stop(c->loop, &w->io);
     }
@@ -233,16 +303,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *userp)
 
 struct http_client *http_client_new(struct ev_loop *loop, char *err, size_t errlen)
 {
-    static int initialized;
-    if (!initialized) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            snprintf(err, errlen, "libcurl could not be initialized");
-            return NULL;
-        }
-        initialized = 1;
-    }
+    if (load_curl(err, errlen))
+        return NULL;
     struct http_client *c = calloc(1, sizeof *c);
-    if (!c || !(c->multi = curl_multi_init())) {
+    if (!c || !(c->multi = curl.multi_init())) {
         free(c);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -250,10 +314,10 @@ struct http_client *http_client_new(struct ev_loop *loop, char *err, size_t errl
     c->loop = loop;
     ev_timer_init(&c->timer, on_timer, 0., 0.);
     c->timer.data = c;
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timeout);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    curl.multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl.multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl.multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timeout);
+    curl.multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     return c;
 }
 
@@ -263,7 +327,7 @@ void http_client_free(struct http_client *c)
         return;
     while (c->requests)
         request_free(c->requests);
-    curl_multi_cleanup(c->multi);
+    curl.multi_cleanup(c->multi);
     while (c->watches)
         watch_free(c, c->watches);
     ev_timer_stop(c->loop, &c->timer);
@@ -274,14 +338,14 @@ void http_client_free(struct http_client *c)
 static void set_method(CURL *e, const struct http_options *o)
 {
     if (o->body) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
-        curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body);
+        curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+        curl.easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body);
         if (strcasecmp(o->method, "POST") != 0)
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
+            curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
     } else if (strcasecmp(o->method, "HEAD") == 0) {
-        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+        curl.easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (strcasecmp(o->method, "GET") != 0) {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
+        curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
     }
 }
 
@@ -290,7 +354,7 @@ struct http_request *http_request_start(struct http_client *c, const struct http
                                         size_t errlen)
 {
     struct http_request *r = calloc(1, sizeof *r);
-    if (!r || !(r->easy = curl_easy_init())) {
+    if (!r || !(r->easy = curl.easy_init())) {
         free(r);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -300,49 +364,49 @@ struct http_request *http_request_start(struct http_client *c, const struct http
     r->data = data;
     r->max_size = o->max_size;
     CURL *e = r->easy;
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->error);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_URL, o->url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl.easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl.easy_setopt(e, CURLOPT_ERRORBUFFER, r->error);
+    curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(e, CURLOPT_URL, o->url);
+    curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl.easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl.easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     if (o->timeout > 0)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000. + 0.5));
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify ? 2L : 0L);
+        curl.easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000. + 0.5));
+    curl.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify ? 1L : 0L);
+    curl.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify ? 2L : 0L);
     const char *ca = getenv("CURL_CA_BUNDLE");
     if (!ca || !*ca)
         ca = getenv("SSL_CERT_FILE");
     if (ca && *ca)
-        curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+        curl.easy_setopt(e, CURLOPT_CAINFO, ca);
     if (o->redirects > 0) {
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-        curl_easy_setopt(e, CURLOPT_MAXREDIRS, o->redirects);
-        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        curl.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+        curl.easy_setopt(e, CURLOPT_MAXREDIRS, o->redirects);
+        curl.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     }
     set_method(e, o);
     for (size_t i = 0; i < o->nheaders; i++) {
-        struct curl_slist *l = curl_slist_append(r->headers, o->headers[i]);
+        struct curl_slist *l = curl.slist_append(r->headers, o->headers[i]);
         if (!l) {
-            curl_slist_free_all(r->headers);
-            curl_easy_cleanup(e);
+            curl.slist_free_all(r->headers);
+            curl.easy_cleanup(e);
             free(r);
             snprintf(err, errlen, "out of memory");
             return NULL;
         }
         r->headers = l;
     }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
-    CURLMcode mc = curl_multi_add_handle(c->multi, e);
+    curl.easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    CURLMcode mc = curl.multi_add_handle(c->multi, e);
     if (mc != CURLM_OK) {
-        curl_slist_free_all(r->headers);
-        curl_easy_cleanup(e);
+        curl.slist_free_all(r->headers);
+        curl.easy_cleanup(e);
         free(r);
-        snprintf(err, errlen, "%s", curl_multi_strerror(mc));
+        snprintf(err, errlen, "%s", curl.multi_strerror(mc));
         return NULL;
     }
     r->next = c->requests;

@@ -3,7 +3,8 @@
  * callbacks as in curl's evhiperfifo example): any number at once in one thread,
  * connections kept and reused per host by the multi handle, HTTP/2 where libcurl
  * has it. https verifies the peer against the system CA bundle (CURL_CA_BUNDLE or
- * SSL_CERT_FILE, when set, name another). Uses libcurl and libev. */
+ * SSL_CERT_FILE, when set, name another). libcurl (libcurl.so.4) is loaded by the
+ * first client made, not at the process's start. Uses libcurl and libev. */
 #ifndef LUAWORKER_HTTP_CLIENT_H
 #define LUAWORKER_HTTP_CLIENT_H
 

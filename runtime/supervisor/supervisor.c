@@ -412,6 +412,10 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
         ev_signal_start(s.loop, &s.signals[i]);
         ev_unref(s.loop);
     }
+    /* main blocked them until now: one sent meanwhile comes now, to the handlers */
+    sigset_t handled;
+    signals_fill(&handled);
+    sigprocmask(SIG_UNBLOCK, &handled, NULL);
     for (int i = 0; i < processes; i++) {
         struct worker *w = &s.workers[i];
         ev_timer_init(&w->respawn, on_respawn, 0., 0.);

@@ -198,9 +198,12 @@ local function children(pid)
     return pids
 end
 
--- TERMs the current supervisor; returns its exit status (nil when it did not exit).
+-- TERMs the current supervisor once it runs (it has started a worker: its signal
+-- handlers are in place; a TERM before the program even started would end it as
+-- it ends any program, 143); returns its exit status (nil when it did not exit).
 local function stop_supervisor()
     local s = current
+    wait_for(function() return #children(s.pid) > 0 or supervisor_status(s) end, 10)
     psignal.kill(s.pid, psignal.SIGTERM)
     s.status = wait_for(function() return supervisor_status(s) end, 60)
     current = nil
