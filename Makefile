@@ -51,7 +51,7 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl \
-            php-cli php-redis php-sqlite3 php-laravel-framework
+            php-cli php-redis php-sqlite3 php-laravel-framework php-guzzlehttp-guzzle
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind
 

@@ -113,15 +113,20 @@ throughput() {
         "${R[$key.calls]} calls/job, worker RSS ${R[$key.rss]} MB"
 }
 
-# --- I/O-bound jobs: KEY COUNT WORKER...: Laravel pushes COUNT IoBound jobs (50 ms
-# wait, one INCR) and, last, one ReportMemory job (tag KEY: its VmHWM is the
-# process's peak with the jobs in flight); the worker command runs until the queue
-# is empty. Jobs/s, and the most Redis connections open meanwhile beside the
-# sampler's own (INFO clients every 50 ms).
+# --- Jobs that wait: KEY COUNT CLASS WORKER...: Laravel pushes COUNT jobs of CLASS
+# (IoBound: a 50 ms wait and one INCR; HttpBound: a GET of the bench's HTTP server,
+# which answers after 50 ms, and one INCR) and, last, one ReportMemory job (tag KEY:
+# its VmHWM is the process's peak with the jobs in flight); the worker command runs
+# until the queue is empty. Jobs/s, and the most Redis connections open meanwhile
+# beside the sampler's own (INFO clients every 50 ms).
 io_bound() {
-    local key=$1 count=$2; shift 2
+    local key=$1 count=$2 class=$3; shift 3
     reset_queue
-    dispatch IoBound --count="$count"
+    if [ "$class" = HttpBound ]; then
+        dispatch HttpBound --count="$count" --args="[\"http://127.0.0.1:$http_port/delay?ms=50\"]"
+    else
+        dispatch "$class" --count="$count"
+    fi
     dispatch ReportMemory --args="[\"$key\"]"
     local base t0 t1 pid peak=0 n
     base=$(rcli INFO clients | tr -d '\r' | sed -n 's/^connected_clients://p')
@@ -293,9 +298,17 @@ echo "== no-op throughput, jobs in flight: --concurrency=32"
 throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
 
 echo "== I/O-bound jobs (50 ms wait + INCR), 1 process"
-io_bound lw.io100 "$IO_JOBS" lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
-io_bound lw.io1000 "$IO_JOBS" lw_work --processes=1 --concurrency=1000 "${LW_FAST[@]}"
-io_bound php.io $(( IO_JOBS / 50 )) php_work "${PHP_FAST[@]}"
+io_bound lw.io100 "$IO_JOBS" IoBound lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
+io_bound lw.io1000 "$IO_JOBS" IoBound lw_work --processes=1 --concurrency=1000 "${LW_FAST[@]}"
+io_bound php.io $(( IO_JOBS / 50 )) IoBound php_work "${PHP_FAST[@]}"
+
+echo "== HTTP-bound jobs (a GET answered after 50 ms + INCR), 1 process"
+http_port=$(( 20000 + RANDOM % 20000 ))
+lua5.2 spec/fixtures/http/server.lua "$http_port" >/dev/null 2>&1 &
+bg_pids+=($!)
+for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null && break; sleep 0.1; done
+io_bound lw.http100 "$IO_JOBS" HttpBound lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
+io_bound php.http $(( IO_JOBS / 50 )) HttpBound php_work "${PHP_FAST[@]}"
 
 echo "== CPU-bound handler: $CPU_JOBS jobs"
 cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
@@ -349,6 +362,7 @@ table() {
     row "I/O-bound (50 ms), 1 process, --concurrency=1000 (jobs/s)" "${R[lw.io1000.tput]}" "${R[php.io.tput]}"
     row "VmHWM, 1 process, 1000 I/O jobs in flight (MB)" "${R[lw.io1000.hwm]}" "${R[php.io.hwm]}"
     row "Redis connections, 1 process, 1000 in flight" "${R[lw.io1000.conns]}" "${R[php.io.conns]}"
+    row "HTTP-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.http100.tput]}" "${R[php.http.tput]}"
     row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
     row "jobs reserved ahead back after a group kill -9 (s)" "${R[lw.recovery.s]}" "-"
 }

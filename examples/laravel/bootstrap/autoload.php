@@ -28,6 +28,10 @@ if (strpos(get_include_path(), $debianShare) === false) {
 }
 
 require_once $debianShare.'/Illuminate/autoload.php';
+// Guzzle, for the Http client (php-guzzlehttp-guzzle: Laravel only suggests it)
+if (is_file($debianShare.'/GuzzleHttp/autoload.php')) {
+    require_once $debianShare.'/GuzzleHttp/autoload.php';
+}
 
 spl_autoload_register(function ($class) {
     static $map = null;
