@@ -11,6 +11,7 @@
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
 --   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
 --   luaworker.http: HTTP requests that wait without holding up the worker.
+--   luaworker.db(name): the app's database connection name, as Laravel's DB facade.
 local events = require "luaworker.events"
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
@@ -141,6 +142,12 @@ function M.dispatch(class, properties, options)
     if delay and delay > 0 then command.delay = delay end
     local q = payload_values.value(command.queue) or M.default_queue
     return dispatch.push_command(command, q, delay, options.encrypt)
+end
+
+-- The db of the app's database connection name (default DB_CONNECTION): see
+-- runtime/db/db.lua.
+function M.db(name)
+    return require("luaworker.db").connection(name)
 end
 
 -- Waits without blocking the worker's event loop: the other jobs in flight run

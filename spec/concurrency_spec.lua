@@ -7,8 +7,8 @@ local H = require "spec.helpers"
 -- Each run: INCR spec:now and push the count (how many run at this moment) to
 -- spec:counts, then the command's action, then DECR. Actions: "sleep" waits
 -- command.seconds; "spin" loops forever; anything else returns at once. Each job
--- that finishes pushes its id to spec:finished, with the Redis client id of its
--- process (client:<id>).
+-- that finishes adds the Redis client id of its process to spec:clients, then
+-- pushes its id to spec:finished.
 local HANDLER = [[
 local luaworker = require "luaworker"
 return {
@@ -21,9 +21,9 @@ return {
             local n = 0
             while true do n = n + 1 end
         end
+        luaworker.redis("SADD", "spec:clients", luaworker.redis("CLIENT", "ID"))
         luaworker.redis("DECR", "spec:now")
         luaworker.redis("RPUSH", "spec:finished", job:id())
-        luaworker.redis("SADD", "spec:clients", luaworker.redis("CLIENT", "ID"))
     end,
     failed = function(job, command, err)
         luaworker.redis("RPUSH", "spec:failed", job:id())

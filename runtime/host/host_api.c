@@ -4,6 +4,7 @@
 
 #include "host/host_heartbeat.h"
 #include "host/host_http.h"
+#include "host/host_pg.h"
 #include "host/host_redis.h"
 #include "host/host_slot.h"
 #include "host/host_system.h"
@@ -12,7 +13,7 @@
 
 static const luaL_Reg *const units[] = {
     host_redis_functions, host_wait_functions, host_heartbeat_functions,
-    host_slot_functions, host_system_functions, host_http_functions,
+    host_slot_functions, host_system_functions, host_http_functions, host_pg_functions,
 };
 
 static int luaopen_host(lua_State *L)
@@ -36,5 +37,6 @@ void host_api_register(struct host *h)
     lua_pushcclosure(L, luaopen_host, 1);
     lua_setfield(L, -2, "luaworker.host");
     lua_pop(L, 2);
+    host_pg_register(L);
     host_wait_attach(h);
 }

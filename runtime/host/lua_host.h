@@ -53,6 +53,7 @@ struct host_waiter {
     ev_timer timer;                 /* a timer's */
     int wakeable;                   /* a signal ends it early (host.sleep) */
     struct http_request *request;   /* a request's */
+    void *data;                     /* for its cancel */
     void (*cancel)(struct host_waiter *w);  /* ends it, its ticket never brought */
     struct host_waiter *prev, *next;
 };

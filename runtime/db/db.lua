@@ -1,0 +1,222 @@
+-- luaworker.db: the Laravel app's database connections for handlers, shaped like its
+-- DB facade: db:select(sql, bindings) -> rows (keyed by column; NULL as
+-- luaworker.null; integer and float columns as numbers, 64-bit integers exact as
+-- the PHP codec gives them), db:insert -> true, db:update and db:delete -> the rows
+-- affected, db:statement -> true, db:transaction(fn) -> fn's results (committed; on
+-- an error rolled back and raised again). `?` placeholders are bound as parameters,
+-- never pasted into the text. A statement waits without holding up the worker: the
+-- other jobs in flight run meanwhile.
+--
+-- Settings as the app's config/database.php reads them from the environment (and the
+-- .env the worker reads): DB_CONNECTION (the default name), DB_HOST, DB_PORT,
+-- DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET. Drivers: pgsql (libpq's
+-- asynchronous API). Connections are pooled per name in the process; inside
+-- transaction(fn) the calls of that job on that db go to the transaction's
+-- connection, which no other job shares. A connection that failed is closed, and the
+-- next statement opens another. Errors raise an Illuminate\Database\QueryException
+-- "SQLSTATE[<code>]: <the server's message> (SQL: <the statement>)": never a password,
+-- never the bindings.
+local host = require "luaworker.host"
+local task = require "luaworker.task"
+
+local M = {}
+
+local QUERY_EXCEPTION = "Illuminate\\Database\\QueryException"
+local CONNECTION_FAILURE = "08006"
+
+local function env(name, default)
+    local v = os.getenv(name)
+    if v == nil or v == "" then return default end
+    return v
+end
+
+-- Drivers by Laravel's connection names (config/database.php).
+local DRIVERS = { pgsql = "pgsql", mysql = "mysql", mariadb = "mysql", sqlite = "sqlite",
+    sqlsrv = "sqlsrv" }
+
+local function raise(state, message, sql)
+    error(require("luaworker").exception(QUERY_EXCEPTION, string.format("SQLSTATE[%s]: %s (SQL: %s)",
+        state or "HY000", (message or ""):gsub("%s+$", ""), sql)), 0)
+end
+
+-- libpq's settings for connection name (Laravel's pgsql defaults).
+local function pgsql_settings()
+    local s = { host = env("DB_HOST", "127.0.0.1"), port = env("DB_PORT", "5432"),
+        dbname = env("DB_DATABASE", "forge"), user = env("DB_USERNAME", "forge"),
+        password = env("DB_PASSWORD", ""), sslmode = "prefer",
+        application_name = "luaworker" }
+    local socket = env("DB_SOCKET")
+    if socket then s.host = socket end
+    if s.password == "" then s.password = nil end
+    return s
+end
+
+-- `?` placeholders as $1, $2... outside quoted strings, identifiers and comments.
+local function numbered(sql)
+    local out, n, i, len = {}, 0, 1, #sql
+    while i <= len do
+        local c = sql:sub(i, i)
+        if c == "'" or c == '"' then
+            local j = i + 1
+            while j <= len do
+                if sql:sub(j, j) == c then
+                    if sql:sub(j + 1, j + 1) == c then j = j + 1 else break end
+                end
+                j = j + 1
+            end
+            out[#out + 1] = sql:sub(i, j)
+            i = j + 1
+        elseif c == "-" and sql:sub(i + 1, i + 1) == "-" then
+            local j = sql:find("\n", i, true) or len
+            out[#out + 1] = sql:sub(i, j)
+            i = j + 1
+        elseif c == "?" then
+            n = n + 1
+            out[#out + 1] = "$" .. n
+            i = i + 1
+        else
+            local j = sql:find("['\"?%-]", i) or len + 1
+            if j == i then j = i + 1 end
+            out[#out + 1] = sql:sub(i, j - 1)
+            i = j
+        end
+    end
+    return table.concat(out), n
+end
+
+-- A binding as libpq's text parameter: false for NULL.
+local function parameter(v, i)
+    local t = type(v)
+    if v == nil or v == require("luaworker").null then return false end
+    if t == "string" then return v end
+    if t == "boolean" then return v and "true" or "false" end
+    if t == "number" then
+        if v ~= v or v == math.huge or v == -math.huge then
+            error("luaworker.db: binding " .. i .. " is " .. tostring(v) .. ": not a value SQL has", 4)
+        end
+        if v == math.floor(v) and math.abs(v) < 2 ^ 63 then return string.format("%d", v) end
+        return string.format("%.17g", v)
+    end
+    if t == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+    error("luaworker.db: binding " .. i .. " is a " .. t .. ": expected a string, number, boolean "
+        .. "or luaworker.null", 4)
+end
+
+local Db = {}
+Db.__index = Db
+
+local function connect(db)
+    local conn, message = host.pg_open(db.settings)
+    local ok = conn and true
+    if conn then ok, message = host.pg_connected(conn) end
+    if not ok then
+        if conn then host.pg_close(conn) end
+        raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")")
+    end
+    return conn
+end
+
+-- The connection for the calling job: its transaction's, else one from the pool.
+local function acquire(db)
+    local pinned = db.pinned[task.current() or false]
+    if pinned then return pinned, true end
+    local conn = table.remove(db.idle)
+    while conn and not host.pg_alive(conn) do
+        host.pg_close(conn)
+        conn = table.remove(db.idle)
+    end
+    return conn or connect(db), false
+end
+
+local function release(db, conn)
+    if host.pg_alive(conn) then
+        db.idle[#db.idle + 1] = conn
+    else
+        host.pg_close(conn)
+    end
+end
+
+-- Runs sql with bindings on conn. Returns rows, affected; raises.
+local function run_on(conn, sql, bindings)
+    local text, n = numbered(sql)
+    bindings = bindings or {}
+    if type(bindings) ~= "table" then
+        error("luaworker.db: bindings must be a list, got " .. type(bindings), 3)
+    end
+    local params = {}
+    for i = 1, n do params[i] = parameter(bindings[i], i) end
+    local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
+    if not ok then
+        if kind == "connection" then
+            host.pg_close(conn)
+            raise(CONNECTION_FAILURE, a, sql)
+        end
+        raise(b, a, sql)
+    end
+    return a, b
+end
+
+local function run(db, sql, bindings)
+    if type(sql) ~= "string" then error("luaworker.db: expected SQL text, got " .. type(sql), 3) end
+    local conn, pinned = acquire(db)
+    local ok, rows, affected = pcall(run_on, conn, sql, bindings)
+    if not pinned then release(db, conn) end
+    if not ok then error(rows, 0) end
+    return rows, affected
+end
+
+function Db:select(sql, bindings) return (run(self, sql, bindings)) end
+function Db:insert(sql, bindings) run(self, sql, bindings) return true end
+function Db:update(sql, bindings) return select(2, run(self, sql, bindings)) end
+function Db:delete(sql, bindings) return select(2, run(self, sql, bindings)) end
+function Db:statement(sql, bindings) run(self, sql, bindings) return true end
+
+-- Runs fn(db) in a transaction on a connection of its own: committed when fn
+-- returns (its results returned), rolled back when it raises (the error raised
+-- again). Calls on this db from the same job inside fn go to that connection.
+function Db:transaction(fn)
+    local t = task.current() or false
+    if self.pinned[t] then error("luaworker.db: a transaction is already open on " .. self.name, 2) end
+    local conn = acquire(self)
+    local ok, err = pcall(run_on, conn, "BEGIN")
+    if not ok then
+        release(self, conn)
+        error(err, 0)
+    end
+    self.pinned[t] = conn
+    local results = { pcall(fn, self) }
+    self.pinned[t] = nil
+    if results[1] then
+        ok, err = pcall(run_on, conn, "COMMIT")
+        release(self, conn)
+        if not ok then error(err, 0) end
+        return unpack(results, 2, table.maxn(results))
+    end
+    pcall(run_on, conn, "ROLLBACK")
+    release(self, conn)
+    error(results[2], 0)
+end
+
+local dbs = {}
+
+-- The db for the app's connection name (default DB_CONNECTION, else mysql, as
+-- Laravel's default).
+function M.connection(name)
+    name = name or env("DB_CONNECTION", "mysql")
+    if type(name) ~= "string" then
+        error("luaworker.db(name): expected a connection name, got " .. type(name), 2)
+    end
+    local db = dbs[name]
+    if db then return db end
+    local driver = DRIVERS[name] or name
+    if driver ~= "pgsql" then
+        error("luaworker.db: connection " .. name .. " (driver " .. driver .. ") is not supported "
+            .. "yet: pgsql is", 2)
+    end
+    db = setmetatable({ name = name, settings = pgsql_settings(), idle = {},
+        pinned = setmetatable({}, { __mode = "k" }) }, Db)
+    dbs[name] = db
+    return db
+end
+
+return M

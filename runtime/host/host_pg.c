@@ -1,0 +1,400 @@
+#include "host/host_pg.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/pg_api.h"
+#include "host/lua_host.h"
+#include "php/php_meta.h"
+
+#define PG_META "luaworker.pg"
+#define MAX_PARAMS 4096
+
+/* A connection: libpq's, watched by the loop while a task waits on it. Owned by
+ * its userdata; pg_close (or its collection) ends it. */
+struct pg_conn {
+    struct host *h;
+    const struct pg_api *pq;
+    PGconn *conn;
+    ev_io io;
+    struct host_waiter *w;          /* the task's wait under way, or NULL */
+    int connecting;                 /* PQconnectPoll still drives it */
+    PGresult *result;               /* the query's: its first error, else its last */
+};
+
+static void stop_io(struct pg_conn *c)
+{
+    ev_io_stop(c->h->loop, &c->io);
+}
+
+static void watch(struct pg_conn *c, int events)
+{
+    stop_io(c);
+    ev_io_set(&c->io, c->pq->socket(c->conn), events);
+    ev_io_start(c->h->loop, &c->io);
+}
+
+static void close_conn(struct pg_conn *c)
+{
+    if (!c->conn)
+        return;
+    stop_io(c);
+    if (c->result)
+        c->pq->clear(c->result);
+    c->result = NULL;
+    c->pq->finish(c->conn);
+    c->conn = NULL;
+}
+
+/* What a finished wait hands the task: see push_outcome. */
+struct outcome {
+    int connected;                  /* the end of a connection's set-up */
+    const struct pg_api *pq;
+    PGresult *result;               /* the statement's, or NULL */
+    const char *error;              /* a connection's failure, or NULL */
+};
+
+/* Pushes a column's text value as Lua sees it: NULL as luaworker.null (cjson.null,
+ * a NULL light userdata), booleans, numbers for integer and float columns (64-bit integers
+ * beyond 2^53 as int64_t cdata, exact), text otherwise (numeric too, as PDO). */
+static void push_value(lua_State *L, const struct pg_api *pq, const PGresult *r, int row, int col)
+{
+    if (pq->getisnull(r, row, col)) {
+        lua_pushlightuserdata(L, NULL);
+        return;
+    }
+    const char *v = pq->getvalue(r, row, col);
+    size_t len = (size_t)pq->getlength(r, row, col);
+    switch (pq->ftype(r, col)) {
+    case 16:  /* bool */
+        lua_pushboolean(L, v[0] == 't');
+        return;
+    case 20: case 21: case 23: case 26: {  /* int8, int2, int4, oid */
+        errno = 0;
+        long long n = strtoll(v, NULL, 10);
+        if (errno == 0 && n >= -PHP_META_EXACT_INT && n <= PHP_META_EXACT_INT) {
+            lua_pushnumber(L, (lua_Number)n);
+            return;
+        }
+        int64_t n64 = (int64_t)n;
+        if (errno == 0 && php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) == 0) {
+            lua_pushlstring(L, (const char *)&n64, sizeof n64);
+            if (lua_pcall(L, 1, 1, 0) == 0)
+                return;
+            lua_pop(L, 1);
+        }
+        break;
+    }
+    case 700: case 701:  /* float4, float8 */
+        lua_pushnumber(L, strtod(v, NULL));
+        return;
+    default:
+        break;
+    }
+    lua_pushlstring(L, v, len);
+}
+
+/* (true, rows, affected) | (false, message, sqlstate, kind): kind "query" for an
+ * error of the statement, "connection" when the connection failed (it is closed). */
+static int push_outcome(lua_State *L, void *data)
+{
+    struct outcome *o = data;
+    const struct pg_api *pq = o->pq;
+    PGresult *r = o->result;
+    if (o->connected && !o->error) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    if (o->error || !r) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, o->error ? o->error : "the server sent no result");
+        lua_pushnil(L);
+        lua_pushliteral(L, "connection");
+        return 4;
+    }
+    ExecStatusType st = pq->resultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        const char *state = pq->resultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *primary = pq->resultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, primary ? primary : pq->resultErrorMessage(r));
+        if (state)
+            lua_pushstring(L, state);
+        else
+            lua_pushnil(L);
+        lua_pushliteral(L, "query");
+        return 4;
+    }
+    lua_pushboolean(L, 1);
+    int rows = pq->ntuples(r), cols = pq->nfields(r);
+    lua_createtable(L, rows, 0);
+    for (int i = 0; i < rows; i++) {
+        lua_createtable(L, 0, cols);
+        for (int j = 0; j < cols; j++) {
+            push_value(L, pq, r, i, j);
+            lua_setfield(L, -2, pq->fname(r, j));
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    const char *affected = pq->cmdTuples(r);
+    lua_pushnumber(L, affected && *affected ? strtod(affected, NULL) : 0);
+    return 3;
+}
+
+/* Ends the wait under way (resuming its task) with the statement's result, or the
+ * end of the connection's set-up, or a connection's failure (error). */
+static void finish_wait(struct pg_conn *c, const char *error)
+{
+    struct host_waiter *w = c->w;
+    struct host *h = c->h;
+    struct outcome o = { c->connecting, c->pq, c->result, error };
+    c->connecting = 0;
+    c->w = NULL;
+    c->result = NULL;
+    stop_io(c);
+    if (w) {
+        double ticket = w->ticket;
+        host_waiter_unlink(w);
+        host_waiter_give(w);
+        if (!h->closing && !h->finished)
+            host_resume_with(h, ticket, push_outcome, &o);
+    }
+    if (o.result)
+        o.pq->clear(o.result);
+}
+
+/* Drives a query: reads what came, keeps the results, ends the wait after the last. */
+static void read_results(struct pg_conn *c)
+{
+    const struct pg_api *pq = c->pq;
+    if (!pq->consumeInput(c->conn)) {
+        finish_wait(c, pq->errorMessage(c->conn));
+        return;
+    }
+    while (!pq->isBusy(c->conn)) {
+        PGresult *r = pq->getResult(c->conn);
+        if (!r) {
+            finish_wait(c, NULL);
+            return;
+        }
+        /* the first error stands; otherwise the last result */
+        if (!c->result) {
+            c->result = r;
+        } else if (pq->resultStatus(c->result) == PGRES_FATAL_ERROR) {
+            pq->clear(r);
+        } else {
+            pq->clear(c->result);
+            c->result = r;
+        }
+    }
+    watch(c, EV_READ);
+}
+
+static void on_io(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct pg_conn *c = io->data;
+    const struct pg_api *pq = c->pq;
+    if (c->connecting) {
+        switch (pq->connectPoll(c->conn)) {
+        case PGRES_POLLING_READING:
+            watch(c, EV_READ);
+            return;
+        case PGRES_POLLING_WRITING:
+            watch(c, EV_WRITE);
+            return;
+        case PGRES_POLLING_OK:
+            pq->setnonblocking(c->conn, 1);
+            finish_wait(c, NULL);
+            return;
+        default:
+            finish_wait(c, pq->errorMessage(c->conn));
+            return;
+        }
+    }
+    int f = pq->flush(c->conn);
+    if (f < 0) {
+        finish_wait(c, pq->errorMessage(c->conn));
+        return;
+    }
+    if (f > 0) {
+        watch(c, EV_READ | EV_WRITE);
+        if (!(revents & EV_READ))
+            return;
+    }
+    read_results(c);
+}
+
+static struct pg_conn *check_conn(lua_State *L, int idx)
+{
+    struct pg_conn **p = luaL_checkudata(L, idx, PG_META);
+    return *p;
+}
+
+/* A task waiting on c was abandoned: the connection ends with it (the server ends
+ * its statement when it sees the connection go). */
+static void cancel_wait(struct host_waiter *w)
+{
+    struct pg_conn *c = w->data;
+    c->w = NULL;
+    host_waiter_unlink(w);
+    host_waiter_give(w);
+    close_conn(c);
+}
+
+/* Starts a wait of the calling task on c; yields. */
+static int wait_on(lua_State *L, struct pg_conn *c, int events)
+{
+    struct host_waiter *w = host_waiter_take(c->h);
+    if (!w)
+        return luaL_error(L, "out of memory");
+    w->data = c;
+    w->cancel = cancel_wait;
+    host_waiter_link(w);
+    c->w = w;
+    watch(c, events);
+    return host_yield(L, w->ticket);
+}
+
+/* host.pg_open{keyword = value, ...} -> connection | (false, message): starts a
+ * connection with libpq's keywords (host, port, dbname, user, password, sslmode,
+ * ...); host.pg_connected waits for it. */
+static int l_host_pg_open(lua_State *L)
+{
+    struct host *h = host_of(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    char err[300];
+    const struct pg_api *pq = pg_api_get(err, sizeof err);
+    if (!pq) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    const char *keys[32], *values[32];
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        if (n == 31)
+            return luaL_error(L, "too many connection settings");
+        keys[n] = luaL_checkstring(L, -2);
+        values[n] = luaL_checkstring(L, -1);
+        n++;
+        lua_pop(L, 1);  /* the table keeps both strings */
+    }
+    keys[n] = values[n] = NULL;
+    struct pg_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return luaL_error(L, "out of memory");
+    c->h = h;
+    c->pq = pq;
+    ev_init(&c->io, on_io);
+    c->io.data = c;
+    struct pg_conn **p = lua_newuserdata(L, sizeof *p);
+    *p = c;
+    luaL_getmetatable(L, PG_META);
+    lua_setmetatable(L, -2);
+    c->conn = pq->connectStartParams(keys, values, 0);
+    if (!c->conn || pq->status(c->conn) == CONNECTION_BAD) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, c->conn ? pq->errorMessage(c->conn) : "out of memory");
+        close_conn(c);
+        return 2;
+    }
+    c->connecting = 1;
+    return 1;
+}
+
+/* host.pg_connected(connection) -> true | (false, message, nil, "connection"): waits
+ * until the connection host.pg_open started is set up. Yields. */
+static int l_host_pg_connected(lua_State *L)
+{
+    host_check_wait(L);
+    struct pg_conn *c = check_conn(L, 1);
+    if (!c->conn || !c->connecting)
+        return luaL_error(L, "the connection is not being set up");
+    lua_settop(L, 1);  /* keeps the connection alive while the task waits */
+    return wait_on(L, c, EV_WRITE);
+}
+
+/* host.pg_query(connection, sql, n, param1..paramN) -> as push_outcome. A param is
+ * a string, or false for NULL. Yields until the statement's end. */
+static int l_host_pg_query(lua_State *L)
+{
+    host_check_wait(L);
+    struct pg_conn *c = check_conn(L, 1);
+    const char *sql = luaL_checkstring(L, 2);
+    int n = (int)luaL_checkinteger(L, 3);
+    if (n < 0 || n > MAX_PARAMS)
+        return luaL_error(L, "too many bindings (%d, at most %d)", n, MAX_PARAMS);
+    if (!c->conn)
+        return luaL_error(L, "the connection is closed");
+    if (c->w)
+        return luaL_error(L, "the connection is busy with another statement");
+    const char **params = n ? malloc((size_t)n * sizeof *params) : NULL;
+    if (n && !params)
+        return luaL_error(L, "out of memory");
+    for (int i = 0; i < n; i++)
+        params[i] = lua_toboolean(L, 4 + i) ? luaL_checkstring(L, 4 + i) : NULL;
+    int sent = c->pq->sendQueryParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+    free(params);
+    if (!sent) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, c->pq->errorMessage(c->conn));
+        lua_pushnil(L);
+        lua_pushliteral(L, "connection");
+        return 4;
+    }
+    lua_settop(L, 1);  /* keeps the connection alive while the task waits */
+    return wait_on(L, c, EV_READ | EV_WRITE);
+}
+
+/* host.pg_close(connection): ends it (again is harmless). */
+static int l_host_pg_close(lua_State *L)
+{
+    close_conn(check_conn(L, 1));
+    return 0;
+}
+
+/* host.pg_alive(connection) -> whether it is open and fine. */
+static int l_host_pg_alive(lua_State *L)
+{
+    struct pg_conn *c = check_conn(L, 1);
+    lua_pushboolean(L, c->conn && c->pq->status(c->conn) == CONNECTION_OK);
+    return 1;
+}
+
+static int pg_gc(lua_State *L)
+{
+    struct pg_conn **p = luaL_checkudata(L, 1, PG_META);
+    if (*p) {
+        if ((*p)->w) {
+            /* collected while waited on: only at the state's close */
+            host_waiter_unlink((*p)->w);
+            host_waiter_give((*p)->w);
+        }
+        close_conn(*p);
+        free(*p);
+        *p = NULL;
+    }
+    return 0;
+}
+
+void host_pg_register(lua_State *L)
+{
+    luaL_newmetatable(L, PG_META);
+    lua_pushcfunction(L, pg_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+}
+
+const luaL_Reg host_pg_functions[] = {
+    {"pg_open", l_host_pg_open},
+    {"pg_connected", l_host_pg_connected},
+    {"pg_query", l_host_pg_query},
+    {"pg_close", l_host_pg_close},
+    {"pg_alive", l_host_pg_alive},
+    {NULL, NULL},
+};

@@ -1,0 +1,213 @@
+-- luaworker.db against a real PostgreSQL: a throwaway cluster (Debian's postgresql:
+-- initdb and pg_ctl as the user nobody, in a temporary directory; TCP logins need
+-- the password, scram-sha-256), torn down at the end.
+local H = require "spec.helpers"
+
+local PASSWORD = "spec-pa55word"
+-- the newest PostgreSQL Debian installed
+local BIN = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
+    or "/usr/lib/postgresql/bin") .. "/"
+local dir, port
+
+local function sh(cmd)
+    assert(os.execute(cmd), cmd)
+end
+
+local function start_cluster()
+    -- a directory of its own: nobody cannot enter the specs' private one
+    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
+    dir = f:read("*l")
+    f:close()
+    port = math.random(20000, 40000)
+    sh("chown nobody " .. H.quote(dir))
+    H.write_file(dir .. "/pw", PASSWORD .. "\n")
+    sh("chown nobody " .. H.quote(dir .. "/pw"))
+    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
+        .. "--auth-host=scram-sha-256 --auth-local=trust >/dev/null 2>&1", BIN, dir, dir))
+    -- the server notices a client that went within 100 ms, even in pg_sleep
+    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+        .. "-c listen_addresses=127.0.0.1 -c client_connection_check_interval=100\" start "
+        .. ">/dev/null 2>&1", BIN, dir, dir, port, dir))
+end
+
+local function stop_cluster()
+    if dir then
+        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop "
+            .. ">/dev/null 2>&1", BIN, dir))
+        os.execute("rm -rf " .. H.quote(dir))
+    end
+end
+
+local function env(extra)
+    local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(port),
+        DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = PASSWORD }
+    for k, v in pairs(extra or {}) do e[k] = v end
+    return e
+end
+
+-- Runs a Lua script inside luaworker with the cluster's settings; returns its output.
+local function run_lua(source, extra_env)
+    local file = H.tmpdir() .. "/script.lua"
+    H.write_file(file, source)
+    local r = H.run({ "lua", file }, { env = env(extra_env) })
+    assert.are.equal(0, r.status, r.stdout .. r.stderr)
+    return r.stdout
+end
+
+-- A query through psql on the server's socket (trusted), for the spec's own looks.
+local function psql(sql)
+    local f = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
+        .. "postgres 2>&1", BIN, dir, port, H.quote(sql)))
+    local out = f:read("*a")
+    f:close()
+    return out
+end
+
+describe("luaworker.db on PostgreSQL", function()
+    setup(start_cluster)
+    teardown(stop_cluster)
+
+    it("selects rows keyed by column, with NULL, booleans, numbers and exact 64-bit integers", function()
+        local out = run_lua([[
+local lw = require "luaworker"
+local db = lw.db()
+db:statement("create table t1 (id bigserial primary key, name text, price numeric, qty int, "
+    .. "ok boolean, f float8, big bigint, note text)")
+assert(db:insert("insert into t1 (name, price, qty, ok, f, big) values (?, ?, ?, ?, ?, ?)",
+    { "a ? 'b'", "12.50", 3, true, 1.5, "9007199254740993" }) == true)
+local r = db:select("select * from t1 where name = ? and qty > ?", { "a ? 'b'", 1 })[1]
+print(r.id, r.name, r.price, r.qty, r.ok, r.f, tostring(r.big), r.note == lw.null)
+print(#db:select("select 1 as one where '?' = '?'"))
+]])
+        assert.are.equal("1\ta ? 'b'\t12.50\t3\ttrue\t1.5\t9007199254740993LL\ttrue\n1\n", out)
+    end)
+
+    it("binds values as parameters, never as SQL", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t2 (v text)")
+db:insert("insert into t2 (v) values (?)", { "x'); drop table t2; --" })
+print(db:select("select v from t2")[1].v)
+]])
+        assert.are.equal("x'); drop table t2; --\n", out)
+    end)
+
+    it("returns the rows affected by update and delete", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t3 (n int)")
+for i = 1, 5 do db:insert("insert into t3 values (?)", { i }) end
+print(db:update("update t3 set n = n + 10 where n > ?", { 2 }), db:delete("delete from t3 where n > ?", { 12 }))
+]])
+        assert.are.equal("3\t3\n", out)
+    end)
+
+    it("commits a transaction, rolls it back when fn raises and raises again, on one connection", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t4 (v text)")
+print(db:transaction(function(d)
+    d:insert("insert into t4 values (?)", { "kept" })
+    return d:select("select pg_backend_pid() as p")[1].p == d:select("select pg_backend_pid() as p")[1].p
+end))
+local ok, err = pcall(db.transaction, db, function(d)
+    d:insert("insert into t4 values (?)", { "gone" })
+    error("boom", 0)
+end)
+print(ok, err)
+for _, r in ipairs(db:select("select v from t4")) do print(r.v) end
+]])
+        assert.are.equal("true\nfalse\tboom\nkept\n", out)
+    end)
+
+    it("raises a QueryException with the SQLSTATE and the server's message", function()
+        local out = run_lua([[
+local ok, err = pcall(function() return require("luaworker").db():select("select * from nope where a = ?", { 1 }) end)
+print(ok, err.class, err.message)
+]])
+        assert.are.equal("false\tIlluminate\\Database\\QueryException\tSQLSTATE[42P01]: relation \"nope\" "
+            .. "does not exist (SQL: select * from nope where a = ?)\n", out)
+    end)
+
+    it("never shows the password, even when it is wrong", function()
+        local out = run_lua([[
+local ok, err = pcall(function() return require("luaworker").db():select("select 1") end)
+print(ok, err)
+]], { DB_PASSWORD = "wrong-secret-pw" })
+        assert.matches("^false\tIlluminate\\Database\\QueryException: SQLSTATE%[08006%]: [^\n]*password "
+            .. "authentication failed", out)
+        assert.is_nil(out:find("wrong-secret-pw", 1, true))
+        assert.is_nil(out:find(PASSWORD, 1, true))
+    end)
+
+    it("opens another connection after one was dropped", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+local pid = db:select("select pg_backend_pid() as p")[1].p
+os.execute("runuser -u nobody -- ]] .. BIN .. [[psql -h ]] .. dir .. [[ -p ]] .. port
+            .. [[ -U postgres -Atc 'select pg_terminate_backend(" .. pid .. ")' postgres >/dev/null")
+local ok, err = pcall(db.select, db, "select 1")
+print(ok, err ~= nil)
+print(db:select("select 2 as two")[1].two, db:select("select pg_backend_pid() as p")[1].p ~= pid)
+]])
+        assert.are.equal("false\ttrue\n2\ttrue\n", out)
+    end)
+
+    describe("in a worker with jobs in flight", function()
+        local HANDLER = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local db = luaworker.db()
+    local r = db:select("select pg_backend_pid() as p, pg_sleep(?) as s", { command.seconds })
+    luaworker.redis("RPUSH", "spec:done", r[1].p)
+end }
+]]
+        local function db_job(seconds, fields)
+            fields = fields or {}
+            local s = tostring(seconds)
+            fields.data = { commandName = "App\\Jobs\\Query", command = string.format(
+                'O:14:"App\\Jobs\\Query":1:{s:7:"seconds";s:%d:"%s";}', #s, s) }
+            fields.displayName = "App\\Jobs\\Query"
+            return H.payload(fields)
+        end
+        local workers = {}
+        after_each(function() for _, w in ipairs(workers) do w:stop() end end)
+        before_each(function() H.flush() end)
+
+        local function start(args)
+            local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER }),
+                "--sleep=0.05" }
+            for _, a in ipairs(args) do full[#full + 1] = a end
+            local w = H.spawn(full, { env = env() })
+            workers[#workers + 1] = w
+            return w
+        end
+
+        it("runs 50 statements at once in one process, each on a connection of its own", function()
+            for _ = 1, 50 do H.push(db_job(1)) end
+            local w = start({ "--concurrency=50" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 50 end, 30, "the 50 jobs")
+            local backends = {}
+            for _, p in ipairs(H.r("LRANGE", "spec:done", 0, -1)) do backends[p] = true end
+            local n = 0
+            for _ in pairs(backends) do n = n + 1 end
+            assert.are.equal(50, n)
+            assert.are.equal(1, #H.children(w.pid))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("closes the connection of a job stopped for its timeout: the server ends its statement", function()
+            H.push(db_job(60, { timeout = 1, failOnTimeout = true }))
+            local w = start({ "--concurrency=2" })
+            H.wait_until(function() return w:stderr():match("ran past its timeout of 1s; it was "
+                .. "stopped where it waited; failed") end, 15, "the timeout")
+            H.wait_until(function()
+                return psql("select count(*) from pg_stat_activity where query like '%pg_sleep%' "
+                    .. "and pid <> pg_backend_pid()"):match("^0") ~= nil
+            end, 10, "the statement to end")
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+    end)
+end)
