@@ -51,8 +51,9 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
-            libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev libpq-dev
-DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl postgresql \
+            libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev libpq-dev \
+            libsqlite3-dev
+DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl postgresql sqlite3 \
             php-cli php-redis php-sqlite3 php-laravel-framework php-guzzlehttp-guzzle
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind

@@ -211,3 +211,59 @@ end }
         end)
     end)
 end)
+
+describe("luaworker.db on SQLite", function()
+    local file
+
+    before_each(function()
+        file = H.tmpdir() .. "/database.sqlite"
+        assert(os.execute("sqlite3 " .. H.quote(file) .. " 'create table items (id integer primary key, "
+            .. "name text, price real, big integer, note text)'"))
+    end)
+
+    local function run_sqlite(source)
+        local script = H.tmpdir() .. "/script.lua"
+        H.write_file(script, source)
+        local r = H.run({ "lua", script }, { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file } })
+        assert.are.equal(0, r.status, r.stdout .. r.stderr)
+        return r.stdout
+    end
+
+    it("runs the DB facade's calls on the file DB_DATABASE names", function()
+        local out = run_sqlite([[
+local lw = require "luaworker"
+local db = lw.db()
+db:insert("insert into items (name, price, big) values (?, ?, ?)", { "a ? 'b'", 1.5, "9007199254740993" })
+local r = db:select("select * from items where name = ?", { "a ? 'b'" })[1]
+print(r.id, r.name, r.price, tostring(r.big), r.note == lw.null)
+print(db:update("update items set price = price + ? where id >= ?", { 1, 1 }))
+print(db:transaction(function(d) d:insert("insert into items (name) values (?)", { "kept" }) return "ok" end))
+print(pcall(db.transaction, db, function(d) d:insert("insert into items (name) values (?)", { "gone" }) error("boom", 0) end))
+print(#db:select("select * from items"), db:delete("delete from items where name = ?", { "kept" }))
+local ok, err = pcall(db.select, db, "select * from nope")
+print(err.class, err.message)
+]])
+        assert.are.equal("1\ta ? 'b'\t1.5\t9007199254740993LL\ttrue\n1\nok\nfalse\tboom\n2\t1\n"
+            .. "Illuminate\\Database\\QueryException\tSQLSTATE[HY000]: General error: 1 no such table: "
+            .. "nope (SQL: select * from nope)\n", out)
+    end)
+
+    it("waits out a database another process has locked, without holding up the loop", function()
+        -- another process holds a write lock for 1.5 s
+        os.execute("(printf 'begin immediate;\\ninsert into items (name) values (\"other\");\\n"
+            .. ".shell sleep 1.5\\ncommit;\\n' | sqlite3 " .. H.quote(file) .. ") >/dev/null 2>&1 &")
+        local out = run_sqlite([[
+local lw = require "luaworker"
+local task = require "luaworker.task"
+os.execute("sleep 0.3")
+local ticks = 0
+-- a task of its own that counts while the insert waits for the lock
+task.spawn(function() end, nil, function()
+    for _ = 1, 100 do lw.sleep(0.01); ticks = ticks + 1 end
+end)
+lw.db():insert("insert into items (name) values (?)", { "mine" })
+print(#lw.db():select("select * from items"), ticks > 10)
+]])
+        assert.are.equal("2\ttrue\n", out)
+    end)
+end)

@@ -10,7 +10,11 @@
 -- Settings as the app's config/database.php reads them from the environment (and the
 -- .env the worker reads): DB_CONNECTION (the default name), DB_HOST, DB_PORT,
 -- DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET. Drivers: pgsql (libpq's
--- asynchronous API). Connections are pooled per name in the process; inside
+-- asynchronous API); sqlite (libsqlite3, in place: a statement blocks the loop
+-- while SQLite works; a database locked by another connection or process is waited
+-- out without blocking, and never made the job's error; DB_DATABASE is the file,
+-- by default database/database.sqlite in the app, the directory of --env-file).
+-- Connections are pooled per name in the process; inside
 -- transaction(fn) the calls of that job on that db go to the transaction's
 -- connection, which no other job shares. A connection that failed is closed, and the
 -- next statement opens another. Errors raise an Illuminate\Database\QueryException
@@ -102,18 +106,101 @@ local function parameter(v, i)
         .. "or luaworker.null", 4)
 end
 
+-- Drivers: settings() -> what connect needs; connect(db) -> a connection or raises;
+-- alive(conn); close(conn); query(conn, sql, bindings) -> rows, affected or raises.
+local drivers = {}
+
+drivers.pgsql = {
+    settings = pgsql_settings,
+    connect = function(db)
+        local conn, message = host.pg_open(db.settings)
+        local ok = conn and true
+        if conn then ok, message = host.pg_connected(conn) end
+        if not ok then
+            if conn then host.pg_close(conn) end
+            raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")")
+        end
+        return conn
+    end,
+    alive = function(conn) return host.pg_alive(conn) end,
+    close = function(conn) host.pg_close(conn) end,
+    query = function(conn, sql, bindings)
+        local text, n = numbered(sql)
+        local params = {}
+        for i = 1, n do params[i] = parameter(bindings[i], i) end
+        local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
+        if not ok then
+            if kind == "connection" then
+                host.pg_close(conn)
+                raise(CONNECTION_FAILURE, a, sql)
+            end
+            raise(b, a, sql)
+        end
+        return a, b
+    end,
+}
+
+-- SQLite's result codes for a database another connection holds (BUSY, LOCKED and
+-- their extended codes): waited out.
+local SQLITE_BUSY = { [5] = true, [6] = true, [261] = true, [262] = true, [517] = true }
+local SQLITE_WAIT_FIRST, SQLITE_WAIT_MAX = 0.005, 0.1
+
+local function sqlite_binding(v, i)
+    if v == true then return 1 end
+    if v == false then return 0 end
+    local p = parameter(v, i)
+    if type(v) == "number" then return v end
+    return p
+end
+
+drivers.sqlite = {
+    settings = function()
+        local path = env("DB_DATABASE")
+        if not path then
+            local options = require("luaworker.settings").options
+            local env_file = options and options.env_file
+            if env_file then
+                path = (env_file:match("^(.*)/[^/]*$") or ".") .. "/database/database.sqlite"
+            end
+        end
+        if not path then
+            error("luaworker.db: the sqlite connection needs DB_DATABASE (the database file), or "
+                .. "--env-file for the app's database/database.sqlite", 4)
+        end
+        return { path = path }
+    end,
+    connect = function(db)
+        -- a lock is waited out here, without blocking the loop (busy timeout 0)
+        local conn, message = host.sqlite_open(db.settings.path, 0)
+        if not conn then raise("HY000", "[14] " .. message, "(connecting to " .. db.name .. ")") end
+        return conn
+    end,
+    alive = function() return true end,
+    close = function(conn) host.sqlite_close(conn) end,
+    query = function(conn, sql, bindings)
+        local params, n = {}, 0
+        local _, count = numbered(sql)
+        for i = 1, count do
+            n = i
+            params[i] = sqlite_binding(bindings[i], i)
+            if params[i] == nil then params[i] = false end
+        end
+        local wait = SQLITE_WAIT_FIRST
+        while true do
+            local ok, a, b = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
+            if ok then return a, b end
+            if not SQLITE_BUSY[b] then raise("HY000", "General error: " .. b .. " " .. a, sql) end
+            host.sleep(wait)
+            wait = math.min(wait * 2, SQLITE_WAIT_MAX)
+        end
+    end,
+}
+
 local Db = {}
 Db.__index = Db
 
 local function connect(db)
-    local conn, message = host.pg_open(db.settings)
-    local ok = conn and true
-    if conn then ok, message = host.pg_connected(conn) end
-    if not ok then
-        if conn then host.pg_close(conn) end
-        raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")")
-    end
-    return conn
+    return db.driver.connect(db)
 end
 
 -- The connection for the calling job: its transaction's, else one from the pool.
@@ -121,45 +208,34 @@ local function acquire(db)
     local pinned = db.pinned[task.current() or false]
     if pinned then return pinned, true end
     local conn = table.remove(db.idle)
-    while conn and not host.pg_alive(conn) do
-        host.pg_close(conn)
+    while conn and not db.driver.alive(conn) do
+        db.driver.close(conn)
         conn = table.remove(db.idle)
     end
     return conn or connect(db), false
 end
 
 local function release(db, conn)
-    if host.pg_alive(conn) then
+    if db.driver.alive(conn) then
         db.idle[#db.idle + 1] = conn
     else
-        host.pg_close(conn)
+        db.driver.close(conn)
     end
 end
 
--- Runs sql with bindings on conn. Returns rows, affected; raises.
-local function run_on(conn, sql, bindings)
-    local text, n = numbered(sql)
+-- Runs sql with bindings on conn (of db). Returns rows, affected; raises.
+local function run_on(db, conn, sql, bindings)
     bindings = bindings or {}
     if type(bindings) ~= "table" then
         error("luaworker.db: bindings must be a list, got " .. type(bindings), 3)
     end
-    local params = {}
-    for i = 1, n do params[i] = parameter(bindings[i], i) end
-    local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
-    if not ok then
-        if kind == "connection" then
-            host.pg_close(conn)
-            raise(CONNECTION_FAILURE, a, sql)
-        end
-        raise(b, a, sql)
-    end
-    return a, b
+    return db.driver.query(conn, sql, bindings)
 end
 
 local function run(db, sql, bindings)
     if type(sql) ~= "string" then error("luaworker.db: expected SQL text, got " .. type(sql), 3) end
     local conn, pinned = acquire(db)
-    local ok, rows, affected = pcall(run_on, conn, sql, bindings)
+    local ok, rows, affected = pcall(run_on, db, conn, sql, bindings)
     if not pinned then release(db, conn) end
     if not ok then error(rows, 0) end
     return rows, affected
@@ -178,7 +254,7 @@ function Db:transaction(fn)
     local t = task.current() or false
     if self.pinned[t] then error("luaworker.db: a transaction is already open on " .. self.name, 2) end
     local conn = acquire(self)
-    local ok, err = pcall(run_on, conn, "BEGIN")
+    local ok, err = pcall(run_on, self, conn, "BEGIN")
     if not ok then
         release(self, conn)
         error(err, 0)
@@ -187,12 +263,12 @@ function Db:transaction(fn)
     local results = { pcall(fn, self) }
     self.pinned[t] = nil
     if results[1] then
-        ok, err = pcall(run_on, conn, "COMMIT")
+        ok, err = pcall(run_on, self, conn, "COMMIT")
         release(self, conn)
         if not ok then error(err, 0) end
         return unpack(results, 2, table.maxn(results))
     end
-    pcall(run_on, conn, "ROLLBACK")
+    pcall(run_on, self, conn, "ROLLBACK")
     release(self, conn)
     error(results[2], 0)
 end
@@ -208,12 +284,12 @@ function M.connection(name)
     end
     local db = dbs[name]
     if db then return db end
-    local driver = DRIVERS[name] or name
-    if driver ~= "pgsql" then
-        error("luaworker.db: connection " .. name .. " (driver " .. driver .. ") is not supported "
-            .. "yet: pgsql is", 2)
+    local driver = drivers[DRIVERS[name] or name]
+    if not driver then
+        error("luaworker.db: connection " .. name .. " (driver " .. (DRIVERS[name] or name)
+            .. ") is not supported yet: pgsql and sqlite are", 2)
     end
-    db = setmetatable({ name = name, settings = pgsql_settings(), idle = {},
+    db = setmetatable({ name = name, driver = driver, settings = driver.settings(), idle = {},
         pinned = setmetatable({}, { __mode = "k" }) }, Db)
     dbs[name] = db
     return db

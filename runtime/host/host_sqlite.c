@@ -1,0 +1,243 @@
+#include "host/host_sqlite.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "host/lua_host.h"
+#include "php/php_meta.h"
+
+#define SQLITE_META "luaworker.sqlite"
+
+/* libsqlite3, loaded on the first open (dlopen): a worker that opens no SQLite
+ * database does not load it. */
+static struct {
+    void *lib;
+    int (*open_v2)(const char *filename, sqlite3 **db, int flags, const char *vfs);
+    int (*close_v2)(sqlite3 *db);
+    int (*busy_timeout)(sqlite3 *db, int ms);
+    int (*prepare_v2)(sqlite3 *db, const char *sql, int n, sqlite3_stmt **stmt, const char **tail);
+    int (*bind_text)(sqlite3_stmt *s, int i, const char *v, int n, void (*d)(void *));
+    int (*bind_int64)(sqlite3_stmt *s, int i, sqlite3_int64 v);
+    int (*bind_double)(sqlite3_stmt *s, int i, double v);
+    int (*bind_null)(sqlite3_stmt *s, int i);
+    int (*bind_parameter_count)(sqlite3_stmt *s);
+    int (*step)(sqlite3_stmt *s);
+    int (*column_count)(sqlite3_stmt *s);
+    const char *(*column_name)(sqlite3_stmt *s, int i);
+    int (*column_type)(sqlite3_stmt *s, int i);
+    sqlite3_int64 (*column_int64)(sqlite3_stmt *s, int i);
+    double (*column_double)(sqlite3_stmt *s, int i);
+    const unsigned char *(*column_text)(sqlite3_stmt *s, int i);
+    const void *(*column_blob)(sqlite3_stmt *s, int i);
+    int (*column_bytes)(sqlite3_stmt *s, int i);
+    int (*changes)(sqlite3 *db);
+    int (*finalize)(sqlite3_stmt *s);
+    const char *(*errmsg)(sqlite3 *db);
+    int (*extended_errcode)(sqlite3 *db);
+} sq;
+
+static int load(char *err, size_t errlen)
+{
+    if (sq.lib)
+        return 0;
+    void *lib = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(err, errlen, "SQLite databases need libsqlite3 (Debian's libsqlite3-0): %s",
+                 dlerror());
+        return -1;
+    }
+    struct { const char *name; void **fn; } table[] = {
+#define FN(name) {"sqlite3_" #name, (void **)&sq.name}
+        FN(open_v2), FN(close_v2), FN(busy_timeout), FN(prepare_v2), FN(bind_text),
+        FN(bind_int64), FN(bind_double), FN(bind_null), FN(bind_parameter_count), FN(step),
+        FN(column_count), FN(column_name), FN(column_type), FN(column_int64), FN(column_double),
+        FN(column_text), FN(column_blob), FN(column_bytes), FN(changes), FN(finalize), FN(errmsg),
+        FN(extended_errcode),
+#undef FN
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        *table[i].fn = dlsym(lib, table[i].name);
+        if (!*table[i].fn) {
+            snprintf(err, errlen, "libsqlite3.so.0 has no %s", table[i].name);
+            dlclose(lib);
+            return -1;
+        }
+    }
+    sq.lib = lib;
+    return 0;
+}
+
+static sqlite3 **check_db(lua_State *L)
+{
+    sqlite3 **p = luaL_checkudata(L, 1, SQLITE_META);
+    if (!*p)
+        luaL_error(L, "the database is closed");
+    return p;
+}
+
+/* host.sqlite_open(path, busy_ms) -> database | (false, message): opens (creating
+ * nothing: the file must exist) the database at path for reading and writing;
+ * busy_ms: how long a statement waits for another process's lock. */
+static int l_host_sqlite_open(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    int busy_ms = (int)luaL_optinteger(L, 2, 5000);
+    char err[300];
+    if (load(err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        return 2;
+    }
+    sqlite3 **p = lua_newuserdata(L, sizeof *p);
+    *p = NULL;
+    luaL_getmetatable(L, SQLITE_META);
+    lua_setmetatable(L, -2);
+    int rc = sq.open_v2(path, p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        lua_pushboolean(L, 0);
+        lua_pushfstring(L, "%s: %s", path, *p ? sq.errmsg(*p) : "out of memory");
+        if (*p)
+            sq.close_v2(*p);
+        *p = NULL;
+        return 2;
+    }
+    sq.busy_timeout(*p, busy_ms);
+    return 1;
+}
+
+/* Pushes column i of the row stmt is on: integers as numbers (beyond 2^53 as
+ * int64_t cdata, exact), floats as numbers, text and blobs as strings, NULL as
+ * luaworker.null (cjson.null, a NULL light userdata). */
+static void push_column(lua_State *L, sqlite3_stmt *s, int i)
+{
+    switch (sq.column_type(s, i)) {
+    case SQLITE_INTEGER: {
+        sqlite3_int64 v = sq.column_int64(s, i);
+        if (v >= -PHP_META_EXACT_INT && v <= PHP_META_EXACT_INT) {
+            lua_pushnumber(L, (lua_Number)v);
+            return;
+        }
+        int64_t v64 = v;
+        if (php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) == 0) {
+            lua_pushlstring(L, (const char *)&v64, sizeof v64);
+            if (lua_pcall(L, 1, 1, 0) == 0)
+                return;
+            lua_pop(L, 1);
+        }
+        lua_pushnumber(L, (lua_Number)v);
+        return;
+    }
+    case SQLITE_FLOAT:
+        lua_pushnumber(L, sq.column_double(s, i));
+        return;
+    case SQLITE_NULL:
+        lua_pushlightuserdata(L, NULL);
+        return;
+    case SQLITE_BLOB:
+        lua_pushlstring(L, sq.column_blob(s, i), (size_t)sq.column_bytes(s, i));
+        return;
+    default:
+        lua_pushlstring(L, (const char *)sq.column_text(s, i), (size_t)sq.column_bytes(s, i));
+    }
+}
+
+/* Binds the value at Lua index idx to parameter i: false or nil NULL, true 1, an
+ * integral number as an integer, another number as a float, a string as text.
+ * Returns the sqlite3_bind_* result. */
+static int bind(lua_State *L, sqlite3_stmt *s, int i, int idx)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        return sq.bind_null(s, i);
+    case LUA_TBOOLEAN:
+        return lua_toboolean(L, idx) ? sq.bind_int64(s, i, 1) : sq.bind_null(s, i);
+    case LUA_TNUMBER: {
+        lua_Number n = lua_tonumber(L, idx);
+        if (n == (lua_Number)(sqlite3_int64)n && n > -9.2e18 && n < 9.2e18)
+            return sq.bind_int64(s, i, (sqlite3_int64)n);
+        return sq.bind_double(s, i, n);
+    }
+    default: {
+        size_t len;
+        const char *v = luaL_checklstring(L, idx, &len);
+        return sq.bind_text(s, i, v, (int)len, SQLITE_TRANSIENT);
+    }
+    }
+}
+
+/* host.sqlite_query(database, sql, n, bindings...) -> true, rows, changes | false,
+ * message, code: runs one statement in place (it blocks the loop while SQLite
+ * works, and while it waits for another process's lock, up to the busy timeout).
+ * A binding: false for NULL, true (1), a number, a string. */
+static int l_host_sqlite_query(lua_State *L)
+{
+    sqlite3 *db = *check_db(L);
+    const char *sql = luaL_checkstring(L, 2);
+    int n = (int)luaL_checkinteger(L, 3);
+    sqlite3_stmt *s = NULL;
+    int rc = sq.prepare_v2(db, sql, -1, &s, NULL);
+    int wanted = rc == SQLITE_OK && s ? sq.bind_parameter_count(s) : n;
+    if (wanted != n) {
+        sq.finalize(s);
+        return luaL_error(L, "%d bindings for %d placeholders", n, wanted);
+    }
+    for (int i = 0; rc == SQLITE_OK && s && i < n; i++)
+        rc = bind(L, s, i + 1, 4 + i);
+    lua_newtable(L);
+    int rows = 0;
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        rc = s ? sq.step(s) : SQLITE_DONE;
+        if (rc != SQLITE_ROW)
+            break;
+        int cols = sq.column_count(s);
+        lua_createtable(L, 0, cols);
+        for (int i = 0; i < cols; i++) {
+            push_column(L, s, i);
+            lua_setfield(L, -2, sq.column_name(s, i));
+        }
+        lua_rawseti(L, -2, ++rows);
+    }
+    if (rc != SQLITE_DONE) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, sq.errmsg(db));
+        lua_pushinteger(L, sq.extended_errcode(db));
+        if (s)
+            sq.finalize(s);
+        return 3;
+    }
+    if (s)
+        sq.finalize(s);
+    lua_pushboolean(L, 1);
+    lua_insert(L, -2);
+    lua_pushinteger(L, sq.changes(db));
+    return 3;
+}
+
+/* host.sqlite_close(database): closes it (again is harmless). */
+static int l_host_sqlite_close(lua_State *L)
+{
+    sqlite3 **p = luaL_checkudata(L, 1, SQLITE_META);
+    if (*p)
+        sq.close_v2(*p);
+    *p = NULL;
+    return 0;
+}
+
+void host_sqlite_register(lua_State *L)
+{
+    luaL_newmetatable(L, SQLITE_META);
+    lua_pushcfunction(L, l_host_sqlite_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+}
+
+const luaL_Reg host_sqlite_functions[] = {
+    {"sqlite_open", l_host_sqlite_open},
+    {"sqlite_query", l_host_sqlite_query},
+    {"sqlite_close", l_host_sqlite_close},
+    {NULL, NULL},
+};
