@@ -306,6 +306,7 @@ echo "== HTTP-bound jobs (a GET answered after 50 ms + INCR), 1 process"
 http_port=$(( 20000 + RANDOM % 20000 ))
 lua5.2 spec/fixtures/http/server.lua "$http_port" >/dev/null 2>&1 &
 bg_pids+=($!)
+disown "$!"  # killed at the end: no "Killed" notice from the shell
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null && break; sleep 0.1; done
 io_bound lw.http100 "$IO_JOBS" HttpBound lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
 io_bound php.http $(( IO_JOBS / 50 )) HttpBound php_work "${PHP_FAST[@]}"
