@@ -140,6 +140,21 @@ print(ok, err)
         assert.is_nil(out:find(PASSWORD, 1, true))
     end)
 
+    it("takes DATABASE_URL over the DB_ variables, and never shows its password", function()
+        local url = string.format("postgresql://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable",
+            PASSWORD, port)
+        local out = run_lua([[print(require("luaworker").db("pgsql"):select("select 7 as seven")[1].seven)]],
+            { DATABASE_URL = url, DB_HOST = "192.0.2.1", DB_PASSWORD = "not-this" })
+        assert.are.equal("7\n", out)
+        out = run_lua([[
+local ok, err = pcall(function() return require("luaworker").db("pgsql"):select("select 1") end)
+print(ok, err)
+]], { DATABASE_URL = string.format("postgresql://postgres:url%%2Dsecret@127.0.0.1:%d/postgres", port) })
+        assert.matches("^false\tIlluminate\\Database\\QueryException: SQLSTATE%[08006%]: [^\n]*password "
+            .. "authentication failed", out)
+        assert.is_nil(out:find("url-secret", 1, true))
+    end)
+
     it("opens another connection after one was dropped", function()
         local out = run_lua([[
 local db = require("luaworker").db()

@@ -9,7 +9,8 @@
 --
 -- Settings as the app's config/database.php reads them from the environment (and the
 -- .env the worker reads): DB_CONNECTION (the default name), DB_HOST, DB_PORT,
--- DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET. Drivers: pgsql (libpq's
+-- DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET, and DATABASE_URL over them
+-- (its scheme names the driver, as in Laravel). Drivers: pgsql (libpq's
 -- asynchronous API); sqlite (libsqlite3, in place: a statement blocks the loop
 -- while SQLite works; a database locked by another connection or process is waited
 -- out without blocking, and never made the job's error; DB_DATABASE is the file,
@@ -43,7 +44,41 @@ local function raise(state, message, sql)
         state or "HY000", (message or ""):gsub("%s+$", ""), sql)), 0)
 end
 
--- libpq's settings for connection name (Laravel's pgsql defaults).
+local function percent_decode(v)
+    return v and (v:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+-- DATABASE_URL as Laravel's ConfigurationUrlParser reads it: the driver (its scheme),
+-- host, port, username, password, database (the path), and the query's options; nil
+-- when it is not set.
+local URL_DRIVERS = { postgres = "pgsql", postgresql = "pgsql", pgsql = "pgsql",
+    sqlite = "sqlite", sqlite3 = "sqlite", mysql = "mysql", mysql2 = "mysql",
+    mariadb = "mysql" }
+
+local function database_url()
+    local url = env("DATABASE_URL")
+    if not url then return nil end
+    local scheme, rest = url:match("^([%w+.-]+)://(.*)$")
+    if not scheme then
+        error("luaworker.db: DATABASE_URL is not a URL such as pgsql://user:password@host:port/"
+            .. "database", 4)
+    end
+    local authority, path, query = rest:match("^([^/?]*)(/?[^?]*)%??(.*)$")
+    local userinfo, hostport = authority:match("^(.*)@(.*)$")
+    hostport = hostport or authority
+    local user, password = (userinfo or ""):match("^([^:]*):?(.*)$")
+    local host, port = hostport:match("^%[(.*)%]:?(%d*)$")
+    if not host then host, port = hostport:match("^([^:]*):?(%d*)$") end
+    local u = { driver = URL_DRIVERS[scheme:lower()] or scheme:lower(), options = {},
+        host = host ~= "" and percent_decode(host) or nil, port = port ~= "" and port or nil,
+        username = user ~= "" and percent_decode(user) or nil,
+        password = password ~= "" and percent_decode(password) or nil,
+        database = path:len() > 1 and percent_decode(path:sub(2)) or nil }
+    for k, v in query:gmatch("([^&=]+)=([^&]*)") do u.options[percent_decode(k)] = percent_decode(v) end
+    return u
+end
+
+-- libpq's settings (Laravel's pgsql defaults), DATABASE_URL over DB_*.
 local function pgsql_settings()
     local s = { host = env("DB_HOST", "127.0.0.1"), port = env("DB_PORT", "5432"),
         dbname = env("DB_DATABASE", "forge"), user = env("DB_USERNAME", "forge"),
@@ -51,6 +86,13 @@ local function pgsql_settings()
         application_name = "luaworker" }
     local socket = env("DB_SOCKET")
     if socket then s.host = socket end
+    local u = database_url()
+    if u then
+        s.host, s.port = u.host or s.host, u.port or s.port
+        s.dbname, s.user = u.database or s.dbname, u.username or s.user
+        s.password = u.password or s.password
+        s.sslmode = u.options.sslmode or s.sslmode
+    end
     if s.password == "" then s.password = nil end
     return s
 end
@@ -155,7 +197,8 @@ end
 
 drivers.sqlite = {
     settings = function()
-        local path = env("DB_DATABASE")
+        local u = database_url()
+        local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
         if not path then
             local options = require("luaworker.settings").options
             local env_file = options and options.env_file
@@ -284,9 +327,12 @@ function M.connection(name)
     end
     local db = dbs[name]
     if db then return db end
-    local driver = drivers[DRIVERS[name] or name]
+    -- DATABASE_URL's scheme names the driver, as in Laravel
+    local u = database_url()
+    local driver_name = u and u.driver or DRIVERS[name] or name
+    local driver = drivers[driver_name]
     if not driver then
-        error("luaworker.db: connection " .. name .. " (driver " .. (DRIVERS[name] or name)
+        error("luaworker.db: connection " .. name .. " (driver " .. driver_name
             .. ") is not supported yet: pgsql and sqlite are", 2)
     end
     db = setmetatable({ name = name, driver = driver, settings = driver.settings(), idle = {},
