@@ -242,10 +242,6 @@ drivers.sqlite = {
 local Db = {}
 Db.__index = Db
 
-local function connect(db)
-    return db.driver.connect(db)
-end
-
 -- The connection for the calling job: its transaction's, else one from the pool.
 local function acquire(db)
     local pinned = db.pinned[task.current() or false]
@@ -255,7 +251,7 @@ local function acquire(db)
         db.driver.close(conn)
         conn = table.remove(db.idle)
     end
-    return conn or connect(db), false
+    return conn or db.driver.connect(db), false
 end
 
 local function release(db, conn)

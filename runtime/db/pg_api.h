@@ -1,7 +1,7 @@
-/* pg_api: libpq (libpq.so.5), loaded on first use with dlopen, so that a worker that
+/* pg_api: libpq (libpq.so.5), loaded on first use (lazy_lib), so that a worker that
  * opens no PostgreSQL connection does not load it and what it brings at every
  * start. The functions luaworker uses, by their libpq names without "PQ". Uses
- * libpq's header only. */
+ * libpq's header and lazy_lib. */
 #ifndef LUAWORKER_PG_API_H
 #define LUAWORKER_PG_API_H
 

@@ -44,7 +44,7 @@ static void on_done(void *data, const struct http_response *r)
 
 static void cancel_request(struct host_waiter *w)
 {
-    http_request_cancel(w->request);
+    http_request_cancel(w->data);
     host_waiter_unlink(w);
     host_waiter_give(w);
 }
@@ -113,7 +113,7 @@ static int l_host_http_request(lua_State *L)
     if (!w)
         return luaL_error(L, "out of memory");
     char err[256];
-    if (!(w->request = http_request_start(h->http, &o, on_done, w, err, sizeof err))) {
+    if (!(w->data = http_request_start(h->http, &o, on_done, w, err, sizeof err))) {
         host_waiter_give(w);
         lua_pushboolean(L, 0);
         lua_pushstring(L, err);

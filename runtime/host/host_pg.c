@@ -74,17 +74,8 @@ static void push_value(lua_State *L, const struct pg_api *pq, const PGresult *r,
     case 20: case 21: case 23: case 26: {  /* int8, int2, int4, oid */
         errno = 0;
         long long n = strtoll(v, NULL, 10);
-        if (errno == 0 && n >= -PHP_META_EXACT_INT && n <= PHP_META_EXACT_INT) {
-            lua_pushnumber(L, (lua_Number)n);
+        if (errno == 0 && php_meta_push_int(L, (int64_t)n) == 0)
             return;
-        }
-        int64_t n64 = (int64_t)n;
-        if (errno == 0 && php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) == 0) {
-            lua_pushlstring(L, (const char *)&n64, sizeof n64);
-            if (lua_pcall(L, 1, 1, 0) == 0)
-                return;
-            lua_pop(L, 1);
-        }
         break;
     }
     case 700: case 701:  /* float4, float8 */

@@ -1,6 +1,5 @@
 #include "host/host_sqlite.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,14 +7,13 @@
 #include <sqlite3.h>
 
 #include "host/lua_host.h"
+#include "loader/lazy_lib.h"
 #include "php/php_meta.h"
 
 #define SQLITE_META "luaworker.sqlite"
 
-/* libsqlite3, loaded on the first open (dlopen): a worker that opens no SQLite
- * database does not load it. */
+/* libsqlite3, loaded on the first open (lazy_lib). */
 static struct {
-    void *lib;
     int (*open_v2)(const char *filename, sqlite3 **db, int flags, const char *vfs);
     int (*close_v2)(sqlite3 *db);
     int (*busy_timeout)(sqlite3 *db, int ms);
@@ -40,17 +38,13 @@ static struct {
     int (*extended_errcode)(sqlite3 *db);
 } sq;
 
+static struct lazy_lib libsqlite = {
+    "libsqlite3.so.0", "SQLite databases need libsqlite3 (Debian's libsqlite3-0)", NULL, ""
+};
+
 static int load(char *err, size_t errlen)
 {
-    if (sq.lib)
-        return 0;
-    void *lib = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(err, errlen, "SQLite databases need libsqlite3 (Debian's libsqlite3-0): %s",
-                 dlerror());
-        return -1;
-    }
-    struct { const char *name; void **fn; } table[] = {
+    static const struct lazy_symbol symbols[] = {
 #define FN(name) {"sqlite3_" #name, (void **)&sq.name}
         FN(open_v2), FN(close_v2), FN(busy_timeout), FN(prepare_v2), FN(bind_text),
         FN(bind_int64), FN(bind_double), FN(bind_null), FN(bind_parameter_count), FN(step),
@@ -59,16 +53,7 @@ static int load(char *err, size_t errlen)
         FN(extended_errcode),
 #undef FN
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        *table[i].fn = dlsym(lib, table[i].name);
-        if (!*table[i].fn) {
-            snprintf(err, errlen, "libsqlite3.so.0 has no %s", table[i].name);
-            dlclose(lib);
-            return -1;
-        }
-    }
-    sq.lib = lib;
-    return 0;
+    return lazy_lib_load(&libsqlite, symbols, sizeof symbols / sizeof symbols[0], err, errlen);
 }
 
 static sqlite3 **check_db(lua_State *L)
@@ -117,18 +102,8 @@ static void push_column(lua_State *L, sqlite3_stmt *s, int i)
     switch (sq.column_type(s, i)) {
     case SQLITE_INTEGER: {
         sqlite3_int64 v = sq.column_int64(s, i);
-        if (v >= -PHP_META_EXACT_INT && v <= PHP_META_EXACT_INT) {
+        if (php_meta_push_int(L, v) != 0)
             lua_pushnumber(L, (lua_Number)v);
-            return;
-        }
-        int64_t v64 = v;
-        if (php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) == 0) {
-            lua_pushlstring(L, (const char *)&v64, sizeof v64);
-            if (lua_pcall(L, 1, 1, 0) == 0)
-                return;
-            lua_pop(L, 1);
-        }
-        lua_pushnumber(L, (lua_Number)v);
         return;
     }
     case SQLITE_FLOAT:

@@ -25,7 +25,6 @@ struct redis_conn;
 struct redis_sub;
 struct slot;
 struct http_client;
-struct http_request;
 
 /* HOST_BLOCK_CONN: the queue's database, for host.wait_notify's BLPOP (so that the
  * queue connection stays free to end it with CLIENT UNBLOCK) and the CLIENT
@@ -52,8 +51,7 @@ struct host_waiter {
     double ticket;
     ev_timer timer;                 /* a timer's */
     int wakeable;                   /* a signal ends it early (host.sleep) */
-    struct http_request *request;   /* a request's */
-    void *data;                     /* for its cancel */
+    void *data;                     /* what its cancel ends (a request, a connection) */
     void (*cancel)(struct host_waiter *w);  /* ends it, its ticket never brought */
     struct host_waiter *prev, *next;
 };

@@ -5,14 +5,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include <dlfcn.h>
-
 #include <curl/curl.h>
 
-/* libcurl, loaded on the first request (dlopen): a worker that makes none does not
- * load it and the 30 libraries it brings (TLS, HTTP/2, ...) at every start. */
+#include "loader/lazy_lib.h"
+
+/* libcurl, loaded on the first client (lazy_lib). */
 static struct {
-    void *lib;
     CURLcode (*global_init)(long flags);
     CURLM *(*multi_init)(void);
     CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
@@ -32,23 +30,15 @@ static struct {
     void (*slist_free_all)(struct curl_slist *list);
 } curl;
 
+static struct lazy_lib libcurl = {
+    "libcurl.so.4", "luaworker.http needs libcurl (Debian's libcurl4)", NULL, ""
+};
+
 /* Loads libcurl and initializes it, once. Returns 0, or -1 with err set. */
 static int load_curl(char *err, size_t errlen)
 {
-    static int failed;
-    if (curl.lib)
-        return 0;
-    if (failed) {
-        snprintf(err, errlen, "libcurl (libcurl.so.4) could not be loaded");
-        return -1;
-    }
-    void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        failed = 1;
-        snprintf(err, errlen, "luaworker.http needs libcurl (Debian's libcurl4): %s", dlerror());
-        return -1;
-    }
-    struct { const char *name; void **fn; } table[] = {
+    static int initialized;
+    static const struct lazy_symbol symbols[] = {
 #define FN(name) {"curl_" #name, (void **)&curl.name}
         FN(global_init), FN(multi_init), FN(multi_setopt), FN(multi_cleanup),
         FN(multi_socket_action), FN(multi_info_read), FN(multi_add_handle),
@@ -57,23 +47,16 @@ static int load_curl(char *err, size_t errlen)
         FN(slist_append), FN(slist_free_all),
 #undef FN
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        /* POSIX: a function pointer may be stored through a void * */
-        *table[i].fn = dlsym(lib, table[i].name);
-        if (!*table[i].fn) {
-            failed = 1;
-            snprintf(err, errlen, "libcurl.so.4 has no %s", table[i].name);
-            dlclose(lib);
+    if (lazy_lib_load(&libcurl, symbols, sizeof symbols / sizeof symbols[0], err, errlen))
+        return -1;
+    if (!initialized) {
+        if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            lazy_lib_fail(&libcurl, "libcurl could not be initialized");
+            snprintf(err, errlen, "%s", libcurl.failure);
             return -1;
         }
+        initialized = 1;
     }
-    if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        failed = 1;
-        snprintf(err, errlen, "libcurl could not be initialized");
-        dlclose(lib);
-        return -1;
-    }
-    curl.lib = lib;
     return 0;
 }
 
@@ -142,8 +125,10 @@ static void request_free(struct http_request *r)
         c->requests = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    curl.multi_remove_handle(c->multi, r->easy);
-    curl.easy_cleanup(r->easy);
+    if (r->easy) {
+        curl.multi_remove_handle(c->multi, r->easy);
+        curl.easy_cleanup(r->easy);
+    }
     curl.slist_free_all(r->headers);
     free(r->head.data);
     free(r->body.data);
@@ -349,17 +334,32 @@ static void set_method(CURL *e, const struct http_options *o)
     }
 }
 
+/* A request that could not start: freed, err set to why. Returns NULL. */
+static struct http_request *start_failed(struct http_request *r, const char *why, char *err,
+                                         size_t errlen)
+{
+    snprintf(err, errlen, "%s", why);
+    request_free(r);
+    return NULL;
+}
+
 struct http_request *http_request_start(struct http_client *c, const struct http_options *o,
                                         http_done_fn *done, void *data, char *err,
                                         size_t errlen)
 {
     struct http_request *r = calloc(1, sizeof *r);
-    if (!r || !(r->easy = curl.easy_init())) {
-        free(r);
+    if (!r) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    /* under way from here: request_free undoes whatever was done */
     r->c = c;
+    r->next = c->requests;
+    if (c->requests)
+        c->requests->prev = r;
+    c->requests = r;
+    if (!(r->easy = curl.easy_init()))
+        return start_failed(r, "out of memory", err, errlen);
     r->done = done;
     r->data = data;
     r->max_size = o->max_size;
@@ -391,28 +391,14 @@ struct http_request *http_request_start(struct http_client *c, const struct http
     set_method(e, o);
     for (size_t i = 0; i < o->nheaders; i++) {
         struct curl_slist *l = curl.slist_append(r->headers, o->headers[i]);
-        if (!l) {
-            curl.slist_free_all(r->headers);
-            curl.easy_cleanup(e);
-            free(r);
-            snprintf(err, errlen, "out of memory");
-            return NULL;
-        }
+        if (!l)
+            return start_failed(r, "out of memory", err, errlen);
         r->headers = l;
     }
     curl.easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
     CURLMcode mc = curl.multi_add_handle(c->multi, e);
-    if (mc != CURLM_OK) {
-        curl.slist_free_all(r->headers);
-        curl.easy_cleanup(e);
-        free(r);
-        snprintf(err, errlen, "%s", curl.multi_strerror(mc));
-        return NULL;
-    }
-    r->next = c->requests;
-    if (c->requests)
-        c->requests->prev = r;
-    c->requests = r;
+    if (mc != CURLM_OK)
+        return start_failed(r, curl.multi_strerror(mc), err, errlen);
     return r;
 }
 

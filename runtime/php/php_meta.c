@@ -65,6 +65,22 @@ int php_meta_push_helper(lua_State *L, enum php_meta_helper which)
     return 0;
 }
 
+int php_meta_push_int(lua_State *L, int64_t v)
+{
+    if (v >= -PHP_META_EXACT_INT && v <= PHP_META_EXACT_INT) {
+        lua_pushnumber(L, (lua_Number)v);
+        return 0;
+    }
+    if (php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) != 0)
+        return -1;
+    lua_pushlstring(L, (const char *)&v, sizeof v);
+    if (lua_pcall(L, 1, 1, 0) != 0) {
+        lua_pop(L, 1);
+        return -1;
+    }
+    return 0;
+}
+
 enum php_meta_type php_meta_type_of(lua_State *L, int idx)
 {
     enum php_meta_type type = PHP_META_T_OTHER;

@@ -21,6 +21,7 @@
 #define LUAWORKER_PHP_META_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <lua.h>
 
@@ -74,5 +75,10 @@ enum php_meta_helper {
  * with nothing pushed when the helpers cannot be loaded (no ffi).  The
  * helpers are loaded once per state and kept in the registry. */
 int php_meta_push_helper(lua_State *L, enum php_meta_helper which);
+
+/* Pushes v as a number when |v| <= 2^53, else as int64_t cdata, exact (stack +1),
+ * and returns 0; returns -1 with nothing pushed when the cdata cannot be made (no
+ * ffi). */
+int php_meta_push_int(lua_State *L, int64_t v);
 
 #endif

@@ -49,17 +49,7 @@ static int php_unserialize_parse(php_unserialize_reader *r, enum php_unserialize
 /* Pushes v as a number, or as int64_t cdata when beyond 2^53 (stack +1). */
 static int php_unserialize_push_int(php_unserialize_reader *r, int64_t v, size_t at)
 {
-    lua_State *L = r->L;
-    if (v >= -PHP_META_EXACT_INT && v <= PHP_META_EXACT_INT) {
-        lua_pushnumber(L, (lua_Number)v);
-        return 0;
-    }
-    if (php_meta_push_helper(L, PHP_META_HELPER_MAKE_INT64) != 0) {
-        return php_scan_fail(&r->in, "64-bit integer unsupported (no ffi)", at);
-    }
-    lua_pushlstring(L, (const char *)&v, sizeof v);
-    if (lua_pcall(L, 1, 1, 0) != 0) {
-        lua_pop(L, 1);
+    if (php_meta_push_int(r->L, v) != 0) {
         return php_scan_fail(&r->in, "64-bit integer unsupported (no ffi)", at);
     }
     return 0;
