@@ -31,7 +31,9 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
                 echo -lluajit-5.1 -lhiredis -lev -lcrypto)
 # libpq's header only: libpq itself is loaded when a connection is first made
 PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
-CFLAGS  += -Iruntime $(PKG_CFLAGS) $(PQ_CFLAGS)
+# Connector/C's header only: libmariadb is loaded when a connection is first made
+MY_CFLAGS := $(shell pkg-config --cflags libmariadb 2>/dev/null || echo -I/usr/include/mariadb)
+CFLAGS  += -Iruntime $(PKG_CFLAGS) $(PQ_CFLAGS) $(MY_CFLAGS)
 LDFLAGS += -Wl,-E
 LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl
 
@@ -52,8 +54,8 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev libpq-dev \
-            libsqlite3-dev
-DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl postgresql sqlite3 \
+            libsqlite3-dev libmariadb-dev
+DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-posix lua-redis openssl postgresql sqlite3 mariadb-server \
             php-cli php-redis php-sqlite3 php-laravel-framework php-guzzlehttp-guzzle
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind

@@ -11,14 +11,20 @@
 -- .env the worker reads): DB_CONNECTION (the default name), DB_HOST, DB_PORT,
 -- DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET, and DATABASE_URL over them
 -- (its scheme names the driver, as in Laravel). Drivers: pgsql (libpq's
--- asynchronous API); sqlite (libsqlite3, in place: a statement blocks the loop
+-- asynchronous API); mysql and mariadb (MariaDB Connector/C's non-blocking API: a
+-- statement with bindings is prepared on the server, one without goes as text;
+-- each connection set up as Laravel's MySqlConnector does: DB_CHARSET, default
+-- utf8mb4, DB_COLLATION, strict sql_mode; MYSQL_ATTR_SSL_CA; errors worded as
+-- PDO's); sqlite (libsqlite3, in place: a statement blocks the loop
 -- while SQLite works; a database locked by another connection or process is waited
 -- out without blocking, and never made the job's error; DB_DATABASE is the file,
 -- by default database/database.sqlite in the app, the directory of --env-file).
 -- Connections are pooled per name in the process; inside
 -- transaction(fn) the calls of that job on that db go to the transaction's
 -- connection, which no other job shares. A connection that failed is closed, and the
--- next statement opens another. Errors raise an Illuminate\Database\QueryException
+-- next statement opens another. A job stopped for its timeout while a statement
+-- of it ran has that connection closed, and the server asked on another to end
+-- the statement (pg_terminate_backend, KILL): neither notices a client gone soon. Errors raise an Illuminate\Database\QueryException
 -- "SQLSTATE[<code>]: <the server's message> (SQL: <the statement>)": never a password,
 -- never the bindings.
 local host = require "luaworker.host"
@@ -149,7 +155,9 @@ local function parameter(v, i)
 end
 
 -- Drivers: settings() -> what connect needs; connect(db) -> a connection or raises;
--- alive(conn); close(conn); query(conn, sql, bindings) -> rows, affected or raises.
+-- alive(conn); close(conn); query(conn, sql, bindings) -> rows, affected or raises;
+-- for a server that goes on with a statement whose connection closed: id(conn) ->
+-- the connection's id on the server, and ending(id) -> the statement that ends it.
 local drivers = {}
 
 drivers.pgsql = {
@@ -166,6 +174,8 @@ drivers.pgsql = {
     end,
     alive = function(conn) return host.pg_alive(conn) end,
     close = function(conn) host.pg_close(conn) end,
+    id = function(conn) return host.pg_backend_pid(conn) end,
+    ending = function(pid) return string.format("select pg_terminate_backend(%d)", pid) end,
     query = function(conn, sql, bindings)
         local text, n = numbered(sql)
         local params = {}
@@ -177,6 +187,94 @@ drivers.pgsql = {
                 raise(CONNECTION_FAILURE, a, sql)
             end
             raise(b, a, sql)
+        end
+        return a, b
+    end,
+}
+
+-- MySQL / MariaDB (Laravel's mysql connection; mariadb in Laravel 11+) ------------
+
+-- PDO's words for the SQLSTATEs MySQL reports most, so that messages read as
+-- Laravel's ("SQLSTATE[23000]: Integrity constraint violation: 1062 Duplicate
+-- entry ..."); any other state is PDO's "General error".
+local SQLSTATE_WORDS = {
+    ["01000"] = "Warning", ["08004"] = "Connection rejected", ["08S01"] = "Communication link failure",
+    ["21S01"] = "Insert value list does not match column list", ["22001"] = "String data, right truncated",
+    ["22003"] = "Numeric value out of range", ["22007"] = "Invalid datetime format",
+    ["22012"] = "Division by zero", ["23000"] = "Integrity constraint violation",
+    ["25000"] = "Invalid transaction state", ["28000"] = "Invalid authorization specification",
+    ["3D000"] = "Invalid catalog name", ["40001"] = "Serialization failure",
+    ["42000"] = "Syntax error or access violation", ["42S01"] = "Base table or view already exists",
+    ["42S02"] = "Base table or view not found", ["42S21"] = "Column already exists",
+    ["42S22"] = "Column not found", ["HY093"] = "Invalid parameter number",
+}
+
+-- Laravel's MySqlConnector: the connection's charset and collation (DB_CHARSET and
+-- DB_COLLATION as Laravel 11 reads them) and its strict sql_mode, set at each connect.
+local STRICT_MODE = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+    .. "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+
+local function mysql_settings()
+    local s = { host = env("DB_HOST", "127.0.0.1"), port = env("DB_PORT", "3306"),
+        database = env("DB_DATABASE", "forge"), user = env("DB_USERNAME", "forge"),
+        password = env("DB_PASSWORD"), socket = env("DB_SOCKET"),
+        charset = env("DB_CHARSET", "utf8mb4"), ssl_ca = env("MYSQL_ATTR_SSL_CA") }
+    local u = database_url()
+    if u then
+        s.host, s.port = u.host or s.host, u.port or s.port
+        s.database, s.user = u.database or s.database, u.username or s.user
+        s.password = u.password or s.password
+        s.charset = u.options.charset or s.charset
+    end
+    local collation = env("DB_COLLATION", s.charset == "utf8mb4" and "utf8mb4_unicode_ci" or nil)
+    s.init = "set names '" .. s.charset .. "'" .. (collation and " collate '" .. collation .. "'" or "")
+        .. ", session sql_mode='" .. STRICT_MODE .. "'"
+    if s.socket then s.host = "localhost" end
+    return s
+end
+
+-- A binding as host.mysql_query takes it: nil for NULL, a string for an exact
+-- 64-bit integer.
+local function mysql_binding(v, i)
+    if v == nil or v == require("luaworker").null then return nil end
+    local p = parameter(v, i)
+    if type(v) == "cdata" then return p end
+    return v
+end
+
+local function raise_mysql(message, state, errno, sql)
+    raise(state, (SQLSTATE_WORDS[state] or "General error") .. ": " .. errno .. " " .. message, sql)
+end
+
+drivers.mysql = {
+    settings = mysql_settings,
+    connect = function(db)
+        local conn, message = host.mysql_open(db.settings)
+        local ok, state, errno = conn and true, "HY000", 2000
+        if conn then
+            local _kind
+            ok, message, state, _kind, errno = host.mysql_connected(conn)
+        end
+        if not ok then
+            if conn then host.mysql_close(conn) end
+            -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
+            error(require("luaworker").exception(QUERY_EXCEPTION, string.format(
+                "SQLSTATE[%s] [%d] %s (SQL: (connecting to %s))", state, errno, message, db.name)), 0)
+        end
+        return conn
+    end,
+    alive = function(conn) return host.mysql_alive(conn) end,
+    close = function(conn) host.mysql_close(conn) end,
+    id = function(conn) return host.mysql_thread_id(conn) end,
+    ending = function(id) return string.format("KILL %d", id) end,
+    query = function(conn, sql, bindings)
+        local _, n = numbered(sql)
+        local params = {}
+        for i = 1, n do params[i] = mysql_binding(bindings[i], i) end
+        local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
+        if not ok then
+            if kind == "connection" then host.mysql_close(conn) end
+            raise_mysql(a, b, errno, sql)
         end
         return a, b
     end,
@@ -262,13 +360,38 @@ local function release(db, conn)
     end
 end
 
+-- A job stopped for its timeout while its statement ran has had its connection
+-- closed; neither MySQL nor PostgreSQL (by default) notices that before the
+-- statement ends, so a connection of its own asks the server to end it now.
+local function end_on_server(db, id)
+    local function ending()
+        local conn = db.driver.connect(db)
+        local ok, err = pcall(db.driver.query, conn, db.driver.ending(id), {})
+        db.driver.close(conn)
+        if not ok then error(err, 0) end
+    end
+    task.spawn(function(_, ok, err)
+        if not ok then
+            io.stderr:write("luaworker.db: could not end the statement of a job stopped for its "
+                .. "timeout on connection ", db.name, ": ", tostring(err), "\n")
+        end
+    end, nil, ending)
+end
+
 -- Runs sql with bindings on conn (of db). Returns rows, affected; raises.
 local function run_on(db, conn, sql, bindings)
     bindings = bindings or {}
     if type(bindings) ~= "table" then
         error("luaworker.db: bindings must be a list, got " .. type(bindings), 3)
     end
-    return db.driver.query(conn, sql, bindings)
+    local t = task.current()
+    if not (t and db.driver.ending) then return db.driver.query(conn, sql, bindings) end
+    local id = db.driver.id(conn)
+    t.on_abandon = function() end_on_server(db, id) end
+    local ok, rows, affected = pcall(db.driver.query, conn, sql, bindings)
+    t.on_abandon = false
+    if not ok then error(rows, 0) end
+    return rows, affected
 end
 
 local function run(db, sql, bindings)
@@ -329,7 +452,7 @@ function M.connection(name)
     local driver = drivers[driver_name]
     if not driver then
         error("luaworker.db: connection " .. name .. " (driver " .. driver_name
-            .. ") is not supported yet: pgsql and sqlite are", 2)
+            .. ") is not supported yet: pgsql, mysql, mariadb and sqlite are", 2)
     end
     db = setmetatable({ name = name, driver = driver, settings = driver.settings(), idle = {},
         pinned = setmetatable({}, { __mode = "k" }) }, Db)

@@ -37,6 +37,7 @@ struct pg_api {
     int (*getlength)(const PGresult *res, int tup_num, int field_num);
     char *(*cmdTuples)(PGresult *res);
     void (*clear)(PGresult *res);
+    int (*backendPID)(const PGconn *conn);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

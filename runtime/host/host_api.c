@@ -4,6 +4,7 @@
 
 #include "host/host_heartbeat.h"
 #include "host/host_http.h"
+#include "host/host_mysql.h"
 #include "host/host_pg.h"
 #include "host/host_sqlite.h"
 #include "host/host_redis.h"
@@ -15,7 +16,7 @@
 static const luaL_Reg *const units[] = {
     host_redis_functions, host_wait_functions, host_heartbeat_functions,
     host_slot_functions, host_system_functions, host_http_functions, host_pg_functions,
-    host_sqlite_functions,
+    host_mysql_functions, host_sqlite_functions,
 };
 
 static int luaopen_host(lua_State *L)
@@ -40,6 +41,7 @@ void host_api_register(struct host *h)
     lua_setfield(L, -2, "luaworker.host");
     lua_pop(L, 2);
     host_pg_register(L);
+    host_mysql_register(L);
     host_sqlite_register(L);
     host_wait_attach(h);
 }

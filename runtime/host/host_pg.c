@@ -357,6 +357,15 @@ static int l_host_pg_alive(lua_State *L)
     return 1;
 }
 
+/* host.pg_backend_pid(connection) -> the server's process of the connection (for
+ * pg_terminate_backend), 0 once closed. */
+static int l_host_pg_backend_pid(lua_State *L)
+{
+    struct pg_conn *c = check_conn(L, 1);
+    lua_pushinteger(L, c->conn ? c->pq->backendPID(c->conn) : 0);
+    return 1;
+}
+
 static int pg_gc(lua_State *L)
 {
     struct pg_conn **p = luaL_checkudata(L, 1, PG_META);
@@ -387,5 +396,6 @@ const luaL_Reg host_pg_functions[] = {
     {"pg_query", l_host_pg_query},
     {"pg_close", l_host_pg_close},
     {"pg_alive", l_host_pg_alive},
+    {"pg_backend_pid", l_host_pg_backend_pid},
     {NULL, NULL},
 };

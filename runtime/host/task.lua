@@ -95,7 +95,9 @@ end
 
 -- Tasks ---------------------------------------------------------------------
 -- A task: {co =, key = the key or ticket it waits for, done =, abandoned =,
--- on_end =, enter =, leave = (optional, called around each of its resumes)}.
+-- on_end =, enter =, leave = (optional, called around each of its resumes),
+-- on_abandon = (optional, set by what it waits on: called once if it is abandoned
+-- there, after the host's wait was cancelled; it must not wait)}.
 
 local waiting = {}            -- key or ticket -> the task waiting for it
 local timers = {}             -- ticket of a host.timer -> the function to call
@@ -160,7 +162,8 @@ end
 
 -- Abandons task t where it waits: it is never resumed again, and its on_end is
 -- not called. A timer it waits for is stopped; a Redis reply it waits for comes
--- for nobody. Returns false when t already ended or was abandoned.
+-- for nobody; then its on_abandon, if set, is called. Returns false when t
+-- already ended or was abandoned.
 function M.abandon(t)
     if t.done or t.abandoned then return false end
     t.abandoned = true
@@ -169,6 +172,12 @@ function M.abandon(t)
         if type(t.key) == "number" then host.cancel(t.key) end
     end
     t.co = nil
+    local on_abandon = t.on_abandon
+    if on_abandon then
+        t.on_abandon = nil
+        local ok, err = pcall(on_abandon, t)
+        if not ok then io.stderr:write("luaworker: internal error on abandoning a task: ", tostring(err), "\n") end
+    end
     return true
 end
 
