@@ -27,6 +27,7 @@ bg_pids=()                       # workers started in the background, by pid
 cleanup() {
     for pid in "${bg_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
     private_redis_stop "$tmp"
+    [ -z "${private_mariadb_port:-}" ] || private_mariadb_stop "$tmp"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -311,6 +312,32 @@ for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null &
 io_bound lw.http100 "$IO_JOBS" HttpBound lw_work --processes=1 --concurrency=100 "${LW_FAST[@]}"
 io_bound php.http $(( IO_JOBS / 50 )) HttpBound php_work "${PHP_FAST[@]}"
 
+echo "== SQL-bound jobs (insert a row, read it back + INCR), 1 process, a private MariaDB"
+# shellcheck source=examples/private-mariadb.sh
+. examples/private-mariadb.sh
+if ! private_mariadb_start "$tmp"; then
+    echo "bench: could not start a private MariaDB" >&2
+    exit 1
+fi
+mariadb --no-defaults -S "$private_mariadb_socket" -uroot app -e "create table bench_rows
+    (id bigint unsigned auto_increment primary key, uuid char(36) not null unique,
+     note varchar(100) not null) engine=InnoDB"
+# both workers on the app's mysql connection (the rest of the bench keeps its sqlite)
+sql_env=(env DB_CONNECTION=mysql DB_HOST=127.0.0.1 DB_PORT="$private_mariadb_port"
+    DB_DATABASE=app DB_USERNAME=luaworker DB_PASSWORD="$private_mariadb_password")
+sql_rows() { # KEY COUNT: warns unless the run left COUNT rows, then empties the table
+    local n
+    n=$(mariadb --no-defaults -S "$private_mariadb_socket" -uroot app -N -e \
+        "select count(*) from bench_rows; truncate bench_rows" | head -n 1)
+    [ "$n" = "$2" ] || echo "   !! $1 left $n rows, not $2" >&2
+}
+io_bound lw.sql100 "$IO_JOBS" SqlBound "${sql_env[@]}" ./luaworker work --handlers=$HANDLERS \
+    --processes=1 --concurrency=100 "${LW_FAST[@]}"
+sql_rows lw.sql100 "$IO_JOBS"
+io_bound php.sql $(( IO_JOBS / 10 )) SqlBound "${sql_env[@]}" php examples/laravel/artisan queue:work \
+    "${PHP_FAST[@]}"
+sql_rows php.sql $(( IO_JOBS / 10 ))
+
 echo "== CPU-bound handler: $CPU_JOBS jobs"
 cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
 cpu_bound php.cpu php_work "${PHP_FAST[@]}"
@@ -364,6 +391,7 @@ table() {
     row "VmHWM, 1 process, 1000 I/O jobs in flight (MB)" "${R[lw.io1000.hwm]}" "${R[php.io.hwm]}"
     row "Redis connections, 1 process, 1000 in flight" "${R[lw.io1000.conns]}" "${R[php.io.conns]}"
     row "HTTP-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.http100.tput]}" "${R[php.http.tput]}"
+    row "SQL-bound (insert + select, MariaDB), 1 process, --concurrency=100 (jobs/s)" "${R[lw.sql100.tput]}" "${R[php.sql.tput]}"
     row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
     row "jobs reserved ahead back after a group kill -9 (s)" "${R[lw.recovery.s]}" "-"
 }

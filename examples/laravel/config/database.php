@@ -9,8 +9,9 @@ return [
     | Default Database Connection Name
     |--------------------------------------------------------------------------
     |
-    | Only used for the failed_jobs table. The skeleton defaults to mysql;
-    | this example defaults to sqlite at database/database.sqlite.
+    | Used for the failed_jobs table (and by the bench's SqlBound job). The
+    | skeleton defaults to mysql; this example defaults to sqlite at
+    | database/database.sqlite.
     |
     */
 
@@ -30,6 +31,27 @@ return [
             'database' => env('DB_DATABASE', database_path('database.sqlite')),
             'prefix' => '',
             'foreign_key_constraints' => env('DB_FOREIGN_KEYS', true),
+        ],
+
+        // as the Laravel 8 skeleton has it (make bench's SQL-bound jobs use it)
+        'mysql' => [
+            'driver' => 'mysql',
+            'url' => env('DATABASE_URL'),
+            'host' => env('DB_HOST', '127.0.0.1'),
+            'port' => env('DB_PORT', '3306'),
+            'database' => env('DB_DATABASE', 'forge'),
+            'username' => env('DB_USERNAME', 'forge'),
+            'password' => env('DB_PASSWORD', ''),
+            'unix_socket' => env('DB_SOCKET', ''),
+            'charset' => 'utf8mb4',
+            'collation' => 'utf8mb4_unicode_ci',
+            'prefix' => '',
+            'prefix_indexes' => true,
+            'strict' => true,
+            'engine' => null,
+            'options' => extension_loaded('pdo_mysql') ? array_filter([
+                PDO::MYSQL_ATTR_SSL_CA => env('MYSQL_ATTR_SSL_CA'),
+            ]) : [],
         ],
 
     ],
