@@ -175,7 +175,9 @@ int mysql_values_push_statement_rows(lua_State *L, const struct mysql_api *my, M
                 lua_pushlightuserdata(L, NULL);
             } else if (bind[j].buffer_type == MYSQL_TYPE_LONGLONG) {
                 char digits[24];
-                int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)col[j].i);
+                int len = bind[j].is_unsigned
+                              ? snprintf(digits, sizeof digits, "%llu", (unsigned long long)col[j].i)
+                              : snprintf(digits, sizeof digits, "%lld", col[j].i);
                 push_integer(L, col[j].i, bind[j].is_unsigned, digits, (size_t)len);
             } else if (bind[j].buffer_type == MYSQL_TYPE_DOUBLE) {
                 lua_pushnumber(L, col[j].d);
