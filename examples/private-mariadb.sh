@@ -1,44 +1,57 @@
 # shellcheck shell=bash
-# Sourced by examples/bench/bench.sh, and run by spec/mysql_spec.lua: a throwaway
-# MariaDB server (Debian's mariadb-server), its files in a directory of the
-# caller's, run as the user nobody (mariadbd refuses root), on a free loopback port.
-# It has a database "app" and a user "luaworker" whose password is
-# $private_mariadb_password (logins over TCP need it; root logs in on the socket).
-#   private_mariadb_start DIR   starts it; sets private_mariadb_port and
-#                               private_mariadb_socket; returns 1 when it would not start
-#   private_mariadb_stop DIR    stops it (at once: its data is thrown away)
+# Sourced by examples/bench/bench.sh, and run by spec/mysql_spec.lua and
+# spec/failed_jobs_spec.lua: a throwaway MariaDB server (Debian's mariadb-server),
+# its files in a directory of the caller's, run as the user nobody (mariadbd
+# refuses root), on a free loopback port. It has a database "app" and a user
+# "luaworker" whose password is $private_mariadb_password (logins over TCP need it;
+# root logs in on the socket).
+#   private_mariadb_start DIR        makes and starts it; sets private_mariadb_port and
+#                                    private_mariadb_socket; returns 1 when it would not
+#   private_mariadb_stop DIR         stops it at once (a crash, as far as clients see)
+#   private_mariadb_serve DIR PORT   starts it again, stopped, on PORT (its data kept);
+#                                    returns 1 when it would not
 
 private_mariadb_password=luaworker-spec-pw
 
+# Runs the server of DIR on port $2 and waits until it answers; returns 1 when it
+# ended (its port taken?) or did not answer within 10 s.
+private_mariadb_serve() {
+    local dir=$1 port=$2 server
+    private_mariadb_socket="$dir/mariadb.sock"
+    runuser -u nobody -- mariadbd --no-defaults --datadir="$dir/mariadb" \
+        --socket="$private_mariadb_socket" --port="$port" --bind-address=127.0.0.1 \
+        --pid-file="$dir/mariadb.pid" --log-error="$dir/mariadb.log" --skip-log-bin \
+        --innodb-buffer-pool-size=32M --max-connections=500 >/dev/null 2>&1 &
+    server=$!
+    for _ in $(seq 1 100); do
+        if mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e 'select 1' \
+            >/dev/null 2>&1; then
+            private_mariadb_port=$port
+            return 0
+        fi
+        kill -0 "$server" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    private_mariadb_stop "$dir"
+    return 1
+}
+
 private_mariadb_start() {
-    local dir=$1 p server
-    private_mariadb_port="" private_mariadb_socket="$dir/mariadb.sock"
+    local dir=$1
+    private_mariadb_port=""
     mkdir -p "$dir/mariadb"
     chown nobody "$dir" "$dir/mariadb"
     runuser -u nobody -- mariadb-install-db --no-defaults --datadir="$dir/mariadb" \
         --auth-root-authentication-method=normal --skip-test-db >"$dir/mariadb-install.log" 2>&1 ||
         return 1
     for _ in $(seq 1 20); do
-        p=$((20000 + RANDOM % 20000))
-        runuser -u nobody -- mariadbd --no-defaults --datadir="$dir/mariadb" \
-            --socket="$private_mariadb_socket" --port="$p" --bind-address=127.0.0.1 \
-            --pid-file="$dir/mariadb.pid" --log-error="$dir/mariadb.log" --skip-log-bin \
-            --innodb-buffer-pool-size=32M --max-connections=500 >/dev/null 2>&1 &
-        server=$!
-        for _ in $(seq 1 100); do
-            if mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e 'select 1' \
-                >/dev/null 2>&1; then
-                private_mariadb_port=$p
-                mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e "
-                    CREATE DATABASE app;
-                    CREATE USER 'luaworker'@'%' IDENTIFIED BY '$private_mariadb_password';
-                    GRANT ALL ON app.* TO 'luaworker'@'%';" || return 1
-                return 0
-            fi
-            kill -0 "$server" 2>/dev/null || break  # it ended (its port taken?): another
-            sleep 0.1
-        done
-        private_mariadb_stop "$dir"
+        if private_mariadb_serve "$dir" $((20000 + RANDOM % 20000)); then
+            mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e "
+                CREATE DATABASE app;
+                CREATE USER 'luaworker'@'%' IDENTIFIED BY '$private_mariadb_password';
+                GRANT ALL ON app.* TO 'luaworker'@'%';" || return 1
+            return 0
+        fi
     done
     return 1
 }

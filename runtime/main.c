@@ -56,6 +56,14 @@ static int check_work_options(const struct cli *cli)
             return -1;
         }
     }
+    /* the failed-job stores of runtime/queue/failed_jobs.lua */
+    const char *failed = getenv("QUEUE_FAILED_DRIVER");
+    if (failed && *failed && strcmp(failed, "database-uuids") && strcmp(failed, "database") &&
+        strcmp(failed, "null") && strcmp(failed, "luaworker-redis")) {
+        fprintf(stderr, "luaworker: QUEUE_FAILED_DRIVER=%s: expected database-uuids, database, null "
+                "or luaworker-redis\n", failed);
+        return -1;
+    }
     const char *heartbeat = option_value(cli, "heartbeat");
     if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {
         fprintf(stderr, "luaworker: --heartbeat=%s: expected seconds above 0\n", heartbeat);

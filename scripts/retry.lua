@@ -4,6 +4,8 @@ KEYS[2]  the failed-job record  (luaworker:failed_jobs:<id>)
 KEYS[3]  queues:Q   (Q = the record's queue)
 KEYS[4]  queues:Q:notify
 ARGV[1]  the record id   ARGV[2]  now (integer Unix seconds)
+ARGV[3]  (optional) the payload of a record kept elsewhere (the app's failed_jobs
+         table): pushed as below, and KEYS[1] and KEYS[2] are left alone
 Returns  1 when the job was pushed and its record deleted, 0 when there is no such
          record; an error reply when the stored payload is not a JSON object (it stays
          in the store: pushing it would make every worker's pop script lose it).
@@ -15,7 +17,7 @@ instead of failing at once. Those values alone change: every other byte of the
 payload stays as it was (Redis' cjson would turn 12345678901234567 into
 1.2345678901235e+16, [] into {}, and reorder the keys), as PHP's json_decode and
 json_encode keep a payload Laravel wrote. ]]
-local payload = redis.call('hget', KEYS[2], 'payload')
+local payload = ARGV[3] or redis.call('hget', KEYS[2], 'payload')
 if not payload then
     return 0
 end
@@ -106,6 +108,8 @@ end
 
 redis.call('rpush', KEYS[3], payload)
 redis.call('rpush', KEYS[4], 1)
-redis.call('del', KEYS[2])
-redis.call('zrem', KEYS[1], ARGV[1])
+if not ARGV[3] then
+    redis.call('del', KEYS[2])
+    redis.call('zrem', KEYS[1], ARGV[1])
+end
 return 1

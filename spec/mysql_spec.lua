@@ -208,7 +208,8 @@ end }
             local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER }),
                 "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
-            local w = H.spawn(full, { env = env() })
+            -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
+            local w = H.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
             workers[#workers + 1] = w
             return w
         end

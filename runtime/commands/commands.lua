@@ -4,6 +4,7 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
+local failed_jobs = require "luaworker.failed_jobs"
 local dispatch = require "luaworker.dispatch"
 local text = require("luaworker.output").text
 local php = require "luaworker.php"
@@ -40,7 +41,7 @@ local function class_of(payload)
 end
 
 function M.failed()
-    local records = queue.failed_records()
+    local records = failed_jobs.store().all()
     if #records == 0 then
         say("No failed jobs!")
         return 0
@@ -72,21 +73,21 @@ function M.failed()
 end
 
 function M.retry(cli)
-    local ids = cli.args
+    local ids, store = cli.args, failed_jobs.store()
     if #ids == 1 and ids[1] == "all" and cli.literal_from ~= 1 then
         ids = {}
-        for _, r in ipairs(queue.failed_records()) do
+        for _, r in ipairs(store.all()) do
             if not cli.options.queue or r.queue == cli.options.queue then ids[#ids + 1] = r.id end
         end
     end
     local status = 0
     for _, id in ipairs(ids) do
-        local record = queue.failed_record(id)
+        local record = store.find(id)
         if not record then
             complain("Unable to find failed job with ID [", id, "].")
             status = 1
         else
-            local ok, err = pcall(queue.retry, id, record.queue or "default", host.now())
+            local ok, err = pcall(store.retry, id, record, host.now())
             if ok and err then
                 say("The failed job [", id, "] has been pushed back onto the queue!")
             else
@@ -99,7 +100,7 @@ function M.retry(cli)
 end
 
 function M.forget(cli)
-    if queue.forget(cli.args[1]) then
+    if failed_jobs.store().forget(cli.args[1]) then
         say("Failed job deleted successfully!")
         return 0
     end
@@ -108,7 +109,7 @@ function M.forget(cli)
 end
 
 function M.flush()
-    queue.flush()
+    failed_jobs.store().flush()
     say("All failed jobs deleted successfully!")
     return 0
 end

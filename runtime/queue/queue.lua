@@ -266,6 +266,16 @@ function M.retry(id, q, now)
     return r == 1
 end
 
+-- Pushes payload, the failed record id of another store, back onto queue q as
+-- retry does (scripts/retry.lua with the payload given). Returns true; raises when
+-- the payload cannot be retried.
+function M.retry_payload(id, payload, q, now)
+    local list, _, _, notify = M.keys(q)
+    redis.script("queue", "retry", { M.failed_index_key(), M.failed_record_key(id), list, notify },
+        { id, now, payload })
+    return true
+end
+
 function M.forget(id)
     local removed = redis.call("queue", "ZREM", M.failed_index_key(), id)
     local deleted = redis.call("queue", "DEL", M.failed_record_key(id))

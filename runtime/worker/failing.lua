@@ -1,10 +1,11 @@
 -- luaworker.failing: failing a job for good, as Laravel's Job::fail does: the
--- failed record written and the reservation removed in one step, the unique lock
+-- failed record written and the reservation removed (luaworker.failed_jobs: in one
+-- step in Redis, the record first in the app's database), the unique lock
 -- released, then the handler's failed() and the failing hooks. And the error values
 -- as the worker reports them.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
-local queue = require "luaworker.queue"
+local failed_jobs = require "luaworker.failed_jobs"
 local task = require "luaworker.task"
 local events = require "luaworker.events"
 local handlers = require "luaworker.handlers"
@@ -58,7 +59,7 @@ function M.fail(job, err, trace)
     local uuid = payload.uuid
     if type(uuid) ~= "string" or uuid == "" then uuid = host.uuid() end
     local now = host.now()
-    queue.fail(job:queue(), job:reserved_body(), {
+    failed_jobs.store().log(job:queue(), job:reserved_body(), {
         uuid = uuid, connection = settings.connection_name, payload = job:raw_body(),
         exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
     })

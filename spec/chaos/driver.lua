@@ -162,8 +162,10 @@ end
 local supervisors = {}  -- each: {pid =, n =, log =}
 local current
 
+-- failed jobs in luaworker's Redis store, which the verdict reads
 local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u REDIS_PREFIX "
-    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX REDIS_HOST=127.0.0.1 REDIS_PORT="
+    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX QUEUE_FAILED_DRIVER=luaworker-redis "
+    .. "REDIS_HOST=127.0.0.1 REDIS_PORT="
 
 -- Starts a supervisor in a process group of its own (setsid: its pid is the group's).
 local function start_supervisor()

@@ -1,0 +1,195 @@
+-- luaworker.failed_jobs: the failed-job store, Laravel's "failer" (config/queue.php
+-- 'failed'), chosen as the app chooses it, by QUEUE_FAILED_DRIVER:
+--   database-uuids  the app's failed_jobs table, on the database connection
+--                   DB_CONNECTION names (through luaworker.db), with rows as
+--                   Laravel's DatabaseUuidFailedJobProvider writes them: uuid,
+--                   connection, queue, payload, exception, failed_at; a record's id
+--                   is its uuid. Laravel 8's default.
+--   database        the same without uuid (DatabaseFailedJobProvider): the id is
+--                   the row's id.
+--   null            failed jobs are not recorded (NullFailedJobProvider).
+--   luaworker-redis luaworker's own store in the queue connection's Redis (queue.lua).
+-- Unset, it is database-uuids when DB_CONNECTION is set (an app's .env sets it),
+-- else luaworker-redis. LUAWORKER_FAILED_TABLE names another table (config/queue.php's
+-- 'table'). The `luaworker failed / retry / forget / flush` commands and the worker
+-- use the same store, so `php artisan queue:failed / queue:retry` see jobs failed
+-- in luaworker and the other way round.
+--
+-- A store: log(q, reserved_copy, record) records a failed job and removes its
+-- reservation, the record first: a job is never without both (a database that is
+-- down is waited out, the job kept reserved meanwhile); all() -> records, newest
+-- first ({id, connection, queue, payload, exception, failed_at}); find(id);
+-- forget(id) -> whether it was there; flush() -> how many went; retry(id, record,
+-- now) pushes it back onto its queue (attempts 0, as queue:retry) and forgets it.
+local host = require "luaworker.host"
+local queue = require "luaworker.queue"
+
+local M = {}
+
+local function env(name)
+    local v = os.getenv(name)
+    if v == nil or v == "" then return nil end
+    return v
+end
+
+M.DRIVERS = { ["database-uuids"] = true, database = true, null = true, ["luaworker-redis"] = true }
+
+-- The driver and table the settings choose; raises naming QUEUE_FAILED_DRIVER when
+-- it is not one luaworker has.
+function M.settings()
+    local driver = env("QUEUE_FAILED_DRIVER")
+        or (env("DB_CONNECTION") and "database-uuids" or "luaworker-redis")
+    if not M.DRIVERS[driver] then
+        error("QUEUE_FAILED_DRIVER=" .. driver .. ": expected database-uuids, database, null or "
+            .. "luaworker-redis", 0)
+    end
+    local tbl = env("LUAWORKER_FAILED_TABLE") or "failed_jobs"
+    if not tbl:match("^[%a_][%w_]*$") then
+        error("LUAWORKER_FAILED_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
+    end
+    return { driver = driver, connection = env("DB_CONNECTION"), table = tbl }
+end
+
+-- luaworker's Redis store ---------------------------------------------------------
+
+local redis_store = { name = "luaworker-redis" }
+
+function redis_store.log(q, reserved_copy, record) return queue.fail(q, reserved_copy, record) end
+function redis_store.all() return queue.failed_records() end
+function redis_store.find(id) return queue.failed_record(id) end
+function redis_store.forget(id) return queue.forget(id) end
+function redis_store.flush() return queue.flush() end
+function redis_store.retry(id, record, now) return queue.retry(id, record.queue or "default", now) end
+
+-- Laravel's null store ---------------------------------------------------------
+
+local null_store = { name = "null" }
+
+function null_store.log(q, reserved_copy) queue.delete_reserved(q, reserved_copy) end
+function null_store.all() return {} end
+function null_store.find() return nil end
+function null_store.forget() return false end
+function null_store.flush() return 0 end
+function null_store.retry() return false end
+
+-- The app's table ------------------------------------------------------------------
+
+-- Seconds between tries to write a failed record while the database fails.
+local WRITE_WAIT_FIRST, WRITE_WAIT_MAX = 1, 30
+
+local function database_store(s)
+    local uuids = s.driver == "database-uuids"
+    local store = { name = s.driver }
+    local id_column = uuids and "uuid" or "id"
+    local function db() return require("luaworker").db(s.connection) end
+    local tbl = s.table
+
+    -- A row as a record: its id is the uuid for database-uuids (as the provider's
+    -- all() and find() give it), else the row's id, as text.
+    local function record(row)
+        if not row then return nil end
+        return { id = tostring(uuids and row.uuid or row.id), connection = row.connection,
+            queue = row.queue, payload = row.payload, exception = row.exception,
+            failed_at = row.failed_at }
+    end
+
+    -- Whether a row for this payload is there already (an insert whose reply was
+    -- lost to a dropped connection did happen).
+    local function written(r)
+        local ok, rows = pcall(db().select, db(), "select 1 as one from " .. tbl
+            .. " where " .. (uuids and "uuid = ? and " or "") .. "payload = ?",
+            uuids and { r.uuid, r.payload } or { r.payload })
+        return ok and #rows > 0
+    end
+
+    local function insert(q, r)
+        local failed_at = r.failed_at  -- the app's timezone, as Laravel's Date::now()
+        if uuids then
+            db():insert("insert into " .. tbl .. " (uuid, connection, queue, payload, exception, "
+                .. "failed_at) values (?, ?, ?, ?, ?, ?)",
+                { r.uuid, r.connection, q, r.payload, r.exception, failed_at })
+        else
+            db():insert("insert into " .. tbl .. " (connection, queue, payload, exception, "
+                .. "failed_at) values (?, ?, ?, ?, ?)",
+                { r.connection, q, r.payload, r.exception, failed_at })
+        end
+    end
+
+    -- The record first, then the reservation goes: while the database fails, the
+    -- job stays reserved and the write is tried again, 1 s, 2 s... 30 s apart,
+    -- said once when it fails and once when it is written.
+    function store.log(q, reserved_copy, r)
+        local wait, told = WRITE_WAIT_FIRST, false
+        while true do
+            local ok, err = pcall(insert, q, r)
+            if ok or (told and written(r)) then break end
+            if not told then
+                require("luaworker.output").error("cannot record failed job " .. r.uuid .. " in "
+                    .. s.table .. " on database connection " .. tostring(s.connection or "default")
+                    .. " (" .. tostring(err) .. "); the job stays reserved until it is recorded, "
+                    .. "tried again every " .. WRITE_WAIT_MAX .. " s at most")
+                told = true
+            end
+            host.sleep(wait)
+            wait = math.min(wait * 2, WRITE_WAIT_MAX)
+        end
+        if told then
+            require("luaworker.output").error("recorded failed job " .. r.uuid .. " in " .. s.table
+                .. " after all")
+        end
+        queue.delete_reserved(q, reserved_copy)
+        return r.uuid
+    end
+
+    function store.all()
+        local records = {}
+        for i, row in ipairs(db():select("select * from " .. tbl .. " order by id desc")) do
+            records[i] = record(row)
+        end
+        return records
+    end
+
+    function store.find(id)
+        return record(db():select("select * from " .. tbl .. " where " .. id_column .. " = ?",
+            { id })[1])
+    end
+
+    function store.forget(id)
+        return db():delete("delete from " .. tbl .. " where " .. id_column .. " = ?", { id }) > 0
+    end
+
+    function store.flush()
+        return db():delete("delete from " .. tbl)
+    end
+
+    function store.retry(id, r, now)
+        if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
+        store.forget(id)
+        return true
+    end
+
+    return store
+end
+
+local chosen
+
+-- The store the settings choose (once per process).
+function M.store()
+    if chosen then return chosen end
+    local s = M.settings()
+    if s.driver == "luaworker-redis" then
+        chosen = redis_store
+    elseif s.driver == "null" then
+        chosen = null_store
+    else
+        chosen = database_store(s)
+    end
+    return chosen
+end
+
+-- For specs and the commands: the store of the settings now.
+function M.reset()
+    chosen = nil
+end
+
+return M

@@ -1,0 +1,202 @@
+-- Failed jobs where the app keeps them (QUEUE_FAILED_DRIVER): the Laravel 8 app's
+-- failed_jobs table (SQLite, examples/laravel), read and written by artisan's
+-- queue:failed / queue:retry and by luaworker alike; the other stores; and a failing
+-- job while the database is down (a private MariaDB, stopped and started again).
+local H = require "spec.helpers"
+
+local APP_ENV = "--env-file=" .. H.root .. "/examples/laravel/.env"
+local APP_DB = H.root .. "/examples/laravel/database/database.sqlite"
+local FAILING = [[return { handle = function(_, command) error("lua says no: " .. command.message) end }]]
+local handlers
+
+local function sqlite(file, sql)
+    local f = io.popen("sqlite3 -separator '|' " .. H.quote(file) .. " " .. H.quote(sql))
+    local out = f:read("*a")
+    f:close()
+    return out
+end
+
+local function work(args, env)
+    local full = { "work", "--handlers=" .. handlers, "--once", "--sleep=0" }
+    for _, a in ipairs(args or {}) do full[#full + 1] = a end
+    return H.run(full, { env = env })
+end
+
+local function attempts(payload)
+    return require("cjson").decode(payload).attempts
+end
+
+local function reserved_count()
+    local _, _, reserved = H.keys()
+    return H.r("ZCARD", reserved)
+end
+
+describe("failed jobs in the app's failed_jobs table (database-uuids, Laravel 8's default)", function()
+    setup(function()
+        H.laravel_setup()
+        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING })
+    end)
+    before_each(function()
+        H.flush()
+        H.artisan({ "queue:flush" })
+    end)
+
+    it("writes the row as Laravel's provider does, and removes the reservation", function()
+        local job = H.dispatch("Failing")[1]
+        local list = H.keys()
+        local payload = H.r("LRANGE", list, 0, 0)[1]
+        local r = work({ APP_ENV })
+        assert.are.equal(0, r.status, r.stderr)
+        local row = sqlite(APP_DB, "select uuid, connection, queue, failed_at from failed_jobs")
+        assert.matches("^" .. job.uuid:gsub("%-", "%%-") .. "|redis|default|%d%d%d%d%-%d%d%-%d%d "
+            .. "%d%d:%d%d:%d%d\n$", row)
+        assert.are.equal(payload .. "\n", sqlite(APP_DB, "select payload from failed_jobs"))
+        assert.matches("lua says no: Failing job failed", sqlite(APP_DB, "select exception from failed_jobs"),
+            1, true)
+        assert.are.equal(0, reserved_count())
+        assert.matches(job.uuid, H.artisan({ "queue:failed" }), 1, true)
+        assert.are.equal(0, H.r("EXISTS", H.prefix .. "luaworker:failed_jobs"))
+    end)
+
+    it("is what queue:retry and luaworker's failed, retry, forget and flush work on", function()
+        local jobs = H.dispatch("Failing", "--count=3")
+        assert.are.equal(0, work({ APP_ENV }).status)
+        assert.are.equal(0, work({ APP_ENV }).status)
+        assert.are.equal(0, work({ APP_ENV }).status)
+        local listed = H.run({ "failed", APP_ENV }).stdout
+        for _, j in ipairs(jobs) do assert.matches(j.uuid, listed, 1, true) end
+        -- artisan retries one: luaworker runs it again, and it fails again
+        assert.matches("pushed back onto the queue", H.artisan({ "queue:retry", jobs[1].uuid }))
+        local list = H.keys()
+        assert.are.equal(1, H.r("LLEN", list))
+        assert.are.equal(0, work({ APP_ENV }).status)
+        assert.are.equal("3\n", sqlite(APP_DB, "select count(*) from failed_jobs"))
+        -- luaworker retries one: artisan's worker would run it (here: it is on the queue)
+        local r = H.run({ "retry", jobs[2].uuid, APP_ENV })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(1, H.r("LLEN", list))
+        assert.are.equal(0, attempts(H.r("LRANGE", list, 0, 0)[1]))
+        assert.are.equal("2\n", sqlite(APP_DB, "select count(*) from failed_jobs"))
+        assert.are.equal(0, H.run({ "forget", jobs[3].uuid, APP_ENV }).status)
+        assert.is_nil(H.artisan({ "queue:failed" }):find(jobs[3].uuid, 1, true))
+        assert.are.equal(0, H.run({ "flush", APP_ENV }).status)
+        assert.matches("No failed jobs!", H.artisan({ "queue:failed" }), 1, true)
+    end)
+end)
+
+describe("the other failed-job stores", function()
+    setup(function()
+        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING })
+        H.laravel_setup()
+    end)
+    before_each(function() H.flush() end)
+
+    it("database: the row without uuid, its id the row's", function()
+        local file = H.tmpdir() .. "/old.sqlite"
+        sqlite(file, "create table failed_jobs (id integer primary key autoincrement, connection text, "
+            .. "queue text, payload text, exception text, failed_at datetime default current_timestamp)")
+        local env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, QUEUE_FAILED_DRIVER = "database" }
+        H.dispatch("Failing", "--count=2")
+        assert.are.equal(0, work({}, env).status)
+        assert.are.equal(0, work({}, env).status)
+        assert.are.equal("1|redis|default\n2|redis|default\n",
+            sqlite(file, "select id, connection, queue from failed_jobs order by id"))
+        local listed = H.run({ "failed" }, { env = env }).stdout
+        assert.matches("| 2  | redis", listed, 1, true)
+        assert.are.equal(0, H.run({ "forget", "1" }, { env = env }).status)
+        assert.are.equal("2\n", sqlite(file, "select id from failed_jobs"))
+    end)
+
+    it("null: nothing is recorded, the reservation goes", function()
+        H.dispatch("Failing")
+        local r = work({ APP_ENV }, { QUEUE_FAILED_DRIVER = "null" })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, reserved_count())
+        assert.are.equal(0, H.r("EXISTS", H.prefix .. "luaworker:failed_jobs"))
+        assert.matches("No failed jobs!", H.run({ "failed" }, { env = { QUEUE_FAILED_DRIVER = "null" } }).stdout,
+            1, true)
+    end)
+
+    it("luaworker-redis: luaworker's Redis store, though the app has a database", function()
+        H.artisan({ "queue:flush" })
+        local job = H.dispatch("Failing")[1]
+        assert.are.equal(0, work({ APP_ENV }, { QUEUE_FAILED_DRIVER = "luaworker-redis" }).status)
+        assert.is_not_nil(H.failed_record(job.uuid))
+        assert.matches("No failed jobs!", H.artisan({ "queue:failed" }), 1, true)
+    end)
+
+    it("the Redis store without DB_CONNECTION", function()
+        local job = H.dispatch("Failing")[1]
+        assert.are.equal(0, work({}, { DB_CONNECTION = false }).status)
+        assert.is_not_nil(H.failed_record(job.uuid))
+    end)
+
+    it("refuses a QUEUE_FAILED_DRIVER it does not have, at start, with status 2", function()
+        local r = H.run({ "work", "--handlers=" .. handlers }, { env = { QUEUE_FAILED_DRIVER = "dynamodb" } })
+        assert.are.equal(2, r.status)
+        assert.matches("QUEUE_FAILED_DRIVER=dynamodb: expected database-uuids, database, null or "
+            .. "luaworker-redis", r.stderr, 1, true)
+    end)
+end)
+
+describe("a job failing while the app's database is down", function()
+    local dir, port, socket, password
+
+    setup(function()
+        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING })
+        local f = io.popen("mktemp -d /tmp/luaworker-mariadb.XXXXXX")
+        dir = f:read("*l")
+        f:close()
+        f = io.popen("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_start "
+            .. H.quote(dir) .. " && echo $private_mariadb_port $private_mariadb_socket "
+            .. "$private_mariadb_password"))
+        local out = f:read("*a")
+        f:close()
+        port, socket, password = out:match("(%d+) (%S+) (%S+)")
+        assert(port, "MariaDB did not start: " .. out)
+        assert(os.execute("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot app -e "
+            .. H.quote("create table failed_jobs (id bigint unsigned auto_increment primary key, "
+            .. "uuid varchar(255) not null unique, connection text not null, queue text not null, "
+            .. "payload longtext not null, exception longtext not null, "
+            .. "failed_at timestamp not null default current_timestamp)")))
+    end)
+    teardown(function()
+        if dir then
+            os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
+                .. H.quote(dir)))
+            os.execute("rm -rf " .. H.quote(dir))
+        end
+    end)
+
+    local function mariadb(sql)
+        local f = io.popen("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot -N app -e "
+            .. H.quote(sql) .. " 2>&1")
+        local out = f:read("*a")
+        f:close()
+        return out
+    end
+
+    it("keeps the job reserved until its record is written, said once", function()
+        H.flush()
+        local job = H.dispatch("Failing")[1]
+        os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
+            .. H.quote(dir)))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = {
+            DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = port, DB_DATABASE = "app",
+            DB_USERNAME = "luaworker", DB_PASSWORD = password } })
+        H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
+            20, "the failed write")
+        H.sleep(1.5)
+        assert.are.equal(1, reserved_count())
+        assert.is_nil(w:stderr():find(password, 1, true))
+        assert(os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_serve "
+            .. H.quote(dir) .. " " .. port)))
+        H.wait_until(function() return reserved_count() == 0 end, 40, "the record")
+        assert.are.equal(job.uuid .. "\n", mariadb("select uuid from failed_jobs"))
+        local _, told = w:stderr():gsub("cannot record failed job", "")
+        assert.are.equal(1, told)
+        assert.matches("recorded failed job " .. job.uuid .. " in failed_jobs after all", w:stderr(), 1, true)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+end)
