@@ -45,9 +45,19 @@ end
 local DRIVERS = { pgsql = "pgsql", mysql = "mysql", mariadb = "mysql", sqlite = "sqlite",
     sqlsrv = "sqlsrv" }
 
-local function raise(state, message, sql)
-    error(require("luaworker").exception(QUERY_EXCEPTION, string.format("SQLSTATE[%s]: %s (SQL: %s)",
-        state or "HY000", (message or ""):gsub("%s+$", ""), sql)), 0)
+-- Raises the QueryException; lost: the connection failed (or could not be made),
+-- as M.lost_connection tells.
+local function raise(state, message, sql, lost)
+    local e = require("luaworker").exception(QUERY_EXCEPTION, string.format(
+        "SQLSTATE[%s]: %s (SQL: %s)", state or "HY000", (message or ""):gsub("%s+$", ""), sql))
+    if lost then e.lost_connection = true end
+    error(e, 0)
+end
+
+-- Whether err is a QueryException of a connection that failed or could not be made
+-- (the database is down or unreachable), rather than of the statement.
+function M.lost_connection(err)
+    return type(err) == "table" and err.lost_connection == true
 end
 
 local function percent_decode(v)
@@ -168,7 +178,7 @@ drivers.pgsql = {
         if conn then ok, message = host.pg_connected(conn) end
         if not ok then
             if conn then host.pg_close(conn) end
-            raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")")
+            raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")", true)
         end
         return conn
     end,
@@ -184,7 +194,7 @@ drivers.pgsql = {
         if not ok then
             if kind == "connection" then
                 host.pg_close(conn)
-                raise(CONNECTION_FAILURE, a, sql)
+                raise(CONNECTION_FAILURE, a, sql, true)
             end
             raise(b, a, sql)
         end
@@ -242,8 +252,9 @@ local function mysql_binding(v, i)
     return v
 end
 
-local function raise_mysql(message, state, errno, sql)
-    raise(state, (SQLSTATE_WORDS[state] or "General error") .. ": " .. errno .. " " .. message, sql)
+local function raise_mysql(message, state, errno, sql, lost)
+    raise(state, (SQLSTATE_WORDS[state] or "General error") .. ": " .. errno .. " " .. message, sql,
+        lost)
 end
 
 drivers.mysql = {
@@ -258,8 +269,10 @@ drivers.mysql = {
         if not ok then
             if conn then host.mysql_close(conn) end
             -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
-            error(require("luaworker").exception(QUERY_EXCEPTION, string.format(
-                "SQLSTATE[%s] [%d] %s (SQL: (connecting to %s))", state, errno, message, db.name)), 0)
+            local e = require("luaworker").exception(QUERY_EXCEPTION, string.format(
+                "SQLSTATE[%s] [%d] %s (SQL: (connecting to %s))", state, errno, message, db.name))
+            e.lost_connection = true
+            error(e, 0)
         end
         return conn
     end,
@@ -274,7 +287,7 @@ drivers.mysql = {
         local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
         if not ok then
             if kind == "connection" then host.mysql_close(conn) end
-            raise_mysql(a, b, errno, sql)
+            raise_mysql(a, b, errno, sql, kind == "connection")
         end
         return a, b
     end,
@@ -294,6 +307,9 @@ local function sqlite_binding(v, i)
 end
 
 drivers.sqlite = {
+    -- the write lock at once: a transaction that read and then waits to write could
+    -- wait forever for another that read too (SQLite does not wait them out)
+    begin = "BEGIN IMMEDIATE",
     settings = function()
         local u = database_url()
         local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
@@ -313,7 +329,9 @@ drivers.sqlite = {
     connect = function(db)
         -- a lock is waited out here, without blocking the loop (busy timeout 0)
         local conn, message = host.sqlite_open(db.settings.path, 0)
-        if not conn then raise("HY000", "[14] " .. message, "(connecting to " .. db.name .. ")") end
+        if not conn then
+            raise("HY000", "[14] " .. message, "(connecting to " .. db.name .. ")", true)
+        end
         return conn
     end,
     alive = function() return true end,
@@ -416,7 +434,7 @@ function Db:transaction(fn)
     local t = task.current() or false
     if self.pinned[t] then error("luaworker.db: a transaction is already open on " .. self.name, 2) end
     local conn = acquire(self)
-    local ok, err = pcall(run_on, self, conn, "BEGIN")
+    local ok, err = pcall(run_on, self, conn, self.driver.begin or "BEGIN")
     if not ok then
         release(self, conn)
         error(err, 0)
@@ -454,7 +472,8 @@ function M.connection(name)
         error("luaworker.db: connection " .. name .. " (driver " .. driver_name
             .. ") is not supported yet: pgsql, mysql, mariadb and sqlite are", 2)
     end
-    db = setmetatable({ name = name, driver = driver, settings = driver.settings(), idle = {},
+    db = setmetatable({ name = name, driver = driver, driver_name = driver_name,
+        settings = driver.settings(), idle = {},
         pinned = setmetatable({}, { __mode = "k" }) }, Db)
     dbs[name] = db
     return db

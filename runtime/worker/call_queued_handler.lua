@@ -6,6 +6,7 @@
 local cjson = require "cjson"
 local redis = require "luaworker.redis"
 local php = require "luaworker.php"
+local batch = require "luaworker.batch"
 local handlers = require "luaworker.handlers"
 local dispatch = require "luaworker.dispatch"
 local output = require "luaworker.output"
@@ -147,7 +148,11 @@ function M.call(job)
     if unique and unique ~= "until_processing" and not job:is_released() then
         M.release_unique_lock(handler, command)
     end
-    if not job:has_failed() and not job:is_released() then dispatch_next_in_chain(command) end
+    if not job:has_failed() and not job:is_released() then
+        dispatch_next_in_chain(command)
+        local batch_id = batch.id_of(command)
+        if batch_id then batch.record_successful_job(batch_id, tostring(job:uuid()), job) end
+    end
     if not job:is_deleted_or_released() then job:delete() end
 end
 

@@ -1,11 +1,13 @@
 -- luaworker.failing: failing a job for good, as Laravel's Job::fail does: the
 -- failed record written and the reservation removed (luaworker.failed_jobs: in one
 -- step in Redis, the record first in the app's database), the unique lock
--- released, then the handler's failed() and the failing hooks. And the error values
+-- released, the failure counted in its batch, then the handler's failed() and the
+-- failing hooks. And the error values
 -- as the worker reports them.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local failed_jobs = require "luaworker.failed_jobs"
+local batch = require "luaworker.batch"
 local task = require "luaworker.task"
 local events = require "luaworker.events"
 local handlers = require "luaworker.handlers"
@@ -73,6 +75,12 @@ function M.fail(job, err, trace)
             local ok, _, utrace = task.run(call_queued_handler.release_unique_lock, handler, command)
             if not ok then output.error("cannot release the unique lock: " .. utrace, job) end
         end
+    end
+    local batch_id = batch.id_of(command)
+    if batch_id then
+        local ok, _, btrace = task.run(batch.record_failed_job, batch_id,
+            type(payload.uuid) == "string" and payload.uuid or "", job)
+        if not ok then output.error("cannot record the failure in batch " .. batch_id .. ": " .. btrace, job) end
     end
     if handler and type(handler.failed) == "function" then
         local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)

@@ -72,6 +72,16 @@ function Job:name()
     return value(self._payload.job)
 end
 
+-- The batch of a Batchable job (its command's batchId): {id, name, total_jobs,
+-- pending_jobs, failed_jobs, failed_job_ids, created_at, cancelled_at, finished_at,
+-- cancelled, finished, allows_failures, options}, read from the app's job_batches
+-- table; nil when the job has no batch or the batch no row.
+function Job:batch()
+    local command = require("luaworker.call_queued_handler").command_of(self)
+    local id = require("luaworker.batch").id_of(command)
+    return id and require("luaworker.batch").find(id) or nil
+end
+
 function Job:is_deleted() return self._deleted end
 function Job:is_released() return self._released end
 function Job:has_failed() return self._failed end

@@ -24,7 +24,7 @@ use InvalidArgumentException;
 class DispatchJobs extends Command
 {
     protected $signature = 'jobs:dispatch
-        {job : Job class under App\Jobs (e.g. Simple), a class name, "chain", "event:<Name>", "notification:<Name>", "notification-user:<Name>", "mail:<Name>" or a string job "Class@method"}
+        {job : Job class under App\Jobs (e.g. Simple), a class name, "chain", "batch", "batch-allow-failures", "batch-callbacks", "event:<Name>", "notification:<Name>", "notification-user:<Name>", "mail:<Name>" or a string job "Class@method"}
         {--count=1 : How many jobs to dispatch}
         {--queue= : Queue name (default: the connection\'s default queue)}
         {--delay= : Delay in seconds}
@@ -140,6 +140,39 @@ class DispatchJobs extends Command
                 }
 
                 $chain->dispatch();
+            };
+        }
+
+        // A batch (Bus::batch, its row in job_batches): --args is a list of
+        // {"job": "<Name>", "args": <args>}; "batch-allow-failures" allows failures,
+        // "batch-callbacks" adds then/catch/finally closures. Default: Batched(1..3).
+        if (in_array(strtolower($name), ['batch', 'batch-allow-failures', 'batch-callbacks'], true)) {
+            $kind = strtolower($name);
+
+            return function ($args) use ($kind, $queue, $connection) {
+                $jobs = [];
+                foreach ($args ?? [['job' => 'Batched', 'args' => [1]], ['job' => 'Batched', 'args' => [2]],
+                    ['job' => 'Batched', 'args' => [3]]] as $item) {
+                    $jobs[] = $this->makeJob($this->jobClass($item['job']), $item['args'] ?? null);
+                }
+
+                $batch = Bus::batch($jobs)->name('jobs:dispatch');
+                if ($kind === 'batch-allow-failures') {
+                    $batch->allowFailures();
+                }
+                if ($kind === 'batch-callbacks') {
+                    $batch->then(function () {
+                    })->catch(function () {
+                    })->finally(function () {
+                    });
+                }
+                if ($connection !== null) {
+                    $batch->onConnection($connection);
+                }
+                if ($queue !== null) {
+                    $batch->onQueue($queue);
+                }
+                $batch->dispatch();
             };
         }
 
