@@ -115,7 +115,8 @@ end
 -- Pushes a job of class with properties (a table, or a value made with
 -- luaworker.php) that a PHP worker runs as if Laravel had dispatched it.
 -- options: queue, delay (seconds), connection (only the worker's own), encrypt
--- (ShouldBeEncrypted, with APP_KEY). Returns the job's id.
+-- (ShouldBeEncrypted, with APP_KEY), batch (the id of a batch in the app's
+-- job_batches to add the job to, as Batch::add). Returns the job's id.
 function M.dispatch(class, properties, options)
     if type(class) ~= "string" or class == "" then
         error("luaworker.dispatch(class, properties, options): expected a class name", 2)
@@ -141,6 +142,15 @@ function M.dispatch(class, properties, options)
     if options.connection then command.connection = options.connection end
     if delay and delay > 0 then command.delay = delay end
     local q = payload_values.value(command.queue) or M.default_queue
+    if options.batch ~= nil then
+        if type(options.batch) ~= "string" or options.batch == "" then
+            error("luaworker.dispatch: options.batch must be a batch id (a string)", 2)
+        end
+        command.batchId = options.batch
+        return require("luaworker.batch").add_job(options.batch, function()
+            return dispatch.push_command(command, q, delay, options.encrypt)
+        end)
+    end
     return dispatch.push_command(command, q, delay, options.encrypt)
 end
 

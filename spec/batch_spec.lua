@@ -118,6 +118,25 @@ describe("Bus::batch jobs", function()
         assert.is_nil(r.stderr:find("batch", 1, true))
     end)
 
+    it("take jobs luaworker.dispatch adds to a batch, which PHP's worker runs and counts", function()
+        dispatch("batch", 1, {})
+        local id = sqlite("select id from job_batches"):match("%S+")
+        local script = H.tmpdir() .. "/add.lua"
+        H.write_file(script, [[
+local luaworker = require "luaworker"
+luaworker.dispatch("App\\Jobs\\Batched", { n = 2, fail = false }, { batch = "]] .. id .. [[" })
+print(pcall(luaworker.dispatch, "App\\Jobs\\Batched", { n = 3 }, { batch = "no-such-batch" }))
+]])
+        local r = H.run({ "lua", APP_ENV, script })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("^false\tluaworker.dispatch: batch no%-such%-batch has no row in job_batches", r.stdout)
+        assert.are.equal("2|2|0\n", sqlite("select total_jobs, pending_jobs, finished_at is not null "
+            .. "from job_batches"))
+        php_run()
+        assert.are.equal("2|0|1|[]\n", sqlite("select total_jobs, pending_jobs, finished_at is not null, "
+            .. "failed_job_ids from job_batches"))
+    end)
+
     it("say once per batch that its PHP callbacks are not run", function()
         dispatch("batch-callbacks", 3, { [2] = true })
         local r = luaworker_run()

@@ -151,6 +151,19 @@ local function all_ran_once(counts)
     return counts.pending_jobs - counts.failed_jobs == 0
 end
 
+-- Batch::add for one job: counts it in (total and pending jobs, finished_at
+-- cleared) and calls push() in one transaction, as Laravel pushes the jobs it adds:
+-- a push that raises leaves the counts as they were. Returns push's result; raises
+-- when the batch has no row.
+function M.add_job(id, push)
+    return db():transaction(function(tx)
+        local n = tx:update("update " .. TABLE .. " set total_jobs = total_jobs + 1, "
+            .. "pending_jobs = pending_jobs + 1, finished_at = null where id = ?", { id })
+        if n == 0 then error("luaworker.dispatch: batch " .. id .. " has no row in " .. TABLE, 0) end
+        return push()
+    end)
+end
+
 -- Batch::recordSuccessfulJob: after a job of the batch succeeded (not released, not
 -- failed): one pending job fewer, its id out of failed_job_ids (a retried job that
 -- succeeds), finished_at when none is pending.
