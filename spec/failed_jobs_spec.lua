@@ -139,7 +139,7 @@ describe("the other failed-job stores", function()
     end)
 end)
 
-describe("a job failing while the app's database is down", function()
+describe("jobs ending while the app's database is down", function()
     local dir, port, socket, password
 
     setup(function()
@@ -159,6 +159,11 @@ describe("a job failing while the app's database is down", function()
             .. "uuid varchar(255) not null unique, connection text not null, queue text not null, "
             .. "payload longtext not null, exception longtext not null, "
             .. "failed_at timestamp not null default current_timestamp)")))
+        assert(os.execute("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot app -e "
+            .. H.quote("create table job_batches (id varchar(255) primary key, name varchar(255) not null, "
+            .. "total_jobs int not null, pending_jobs int not null, failed_jobs int not null, "
+            .. "failed_job_ids longtext not null, options mediumtext, cancelled_at int, "
+            .. "created_at int not null, finished_at int)")))
     end)
     teardown(function()
         if dir then
@@ -167,6 +172,21 @@ describe("a job failing while the app's database is down", function()
             os.execute("rm -rf " .. H.quote(dir))
         end
     end)
+
+    local function db_env()
+        return { DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = port, DB_DATABASE = "app",
+            DB_USERNAME = "luaworker", DB_PASSWORD = password }
+    end
+
+    local function stop_db()
+        os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
+            .. H.quote(dir)))
+    end
+
+    local function start_db()
+        assert(os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_serve "
+            .. H.quote(dir) .. " " .. port)))
+    end
 
     local function mariadb(sql)
         local f = io.popen("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot -N app -e "
@@ -179,23 +199,41 @@ describe("a job failing while the app's database is down", function()
     it("keeps the job reserved until its record is written, said once", function()
         H.flush()
         local job = H.dispatch("Failing")[1]
-        os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
-            .. H.quote(dir)))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = {
-            DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = port, DB_DATABASE = "app",
-            DB_USERNAME = "luaworker", DB_PASSWORD = password } })
+        stop_db()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = db_env() })
         H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
             20, "the failed write")
         H.sleep(1.5)
         assert.are.equal(1, reserved_count())
         assert.is_nil(w:stderr():find(password, 1, true))
-        assert(os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_serve "
-            .. H.quote(dir) .. " " .. port)))
+        start_db()
         H.wait_until(function() return reserved_count() == 0 end, 40, "the record")
         assert.are.equal(job.uuid .. "\n", mariadb("select uuid from failed_jobs"))
         local _, told = w:stderr():gsub("cannot record failed job", "")
         assert.are.equal(1, told)
         assert.matches("recorded failed job " .. job.uuid .. " in failed_jobs after all", w:stderr(), 1, true)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("keeps a batched job reserved until its batch's row is updated", function()
+        H.flush()
+        H.laravel_setup()
+        H.artisan({ "jobs:dispatch", "batch", '--args=[{"job":"Batched","args":[1]}]' }, db_env())
+        local id = mariadb("select id from job_batches"):match("%S+")
+        stop_db()
+        local batched = H.handlers({ ["App/Jobs/Batched.lua"] = "return { handle = function() end }" })
+        local w = H.spawn({ "work", "--handlers=" .. batched, "--sleep=0.05" }, { env = db_env() })
+        H.wait_until(function() return w:stderr():find("cannot update batch " .. id, 1, true) end, 20,
+            "the failed update")
+        H.sleep(1.5)
+        assert.are.equal(1, reserved_count())
+        start_db()
+        H.wait_until(function() return reserved_count() == 0 end, 40, "the update")
+        assert.are.equal("1\t0\t1\n", mariadb("select total_jobs, pending_jobs, finished_at is not null "
+            .. "from job_batches where id = '" .. id .. "'"))
+        local _, told = w:stderr():gsub("cannot update batch", "")
+        assert.are.equal(1, told)
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)
