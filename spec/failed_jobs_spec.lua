@@ -58,6 +58,23 @@ describe("failed jobs in the app's failed_jobs table (database-uuids, Laravel 8'
         assert.are.equal(0, H.r("EXISTS", H.prefix .. "luaworker:failed_jobs"))
     end)
 
+    it("records a payload once, and another payload with the same uuid as <uuid>-2", function()
+        local function failing(message)
+            return H.payload({ uuid = "same-uuid", displayName = "App\\Jobs\\Failing", data = {
+                commandName = "App\\Jobs\\Failing", command = string.format(
+                    'O:16:"App\\Jobs\\Failing":1:{s:7:"message";s:%d:"%s";}', #message, message) } })
+        end
+        local first = require("cjson").encode(failing("first"))
+        for _, payload in ipairs({ first, first, failing("second") }) do
+            H.push(payload)
+            local r = work({ APP_ENV })
+            assert.are.equal(0, r.status, r.stderr)
+            assert.are.equal(0, reserved_count())
+        end
+        assert.are.equal("same-uuid|0\nsame-uuid-2|1\n", sqlite(APP_DB,
+            "select uuid, exception like '%lua says no: second%' from failed_jobs order by id"))
+    end)
+
     it("is what queue:retry and luaworker's failed, retry, forget and flush work on", function()
         local jobs = H.dispatch("Failing", "--count=3")
         assert.are.equal(0, work({ APP_ENV }).status)

@@ -4,7 +4,9 @@
 --                   DB_CONNECTION names (through luaworker.db), with rows as
 --                   Laravel's DatabaseUuidFailedJobProvider writes them: uuid,
 --                   connection, queue, payload, exception, failed_at; a record's id
---                   is its uuid. Laravel 8's default.
+--                   is its uuid (<uuid>-2, -3... when a row of another payload holds
+--                   it; a payload recorded already is not recorded again). Laravel
+--                   8's default.
 --   database        the same without uuid (DatabaseFailedJobProvider): the id is
 --                   the row's id.
 --   null            failed jobs are not recorded (NullFailedJobProvider).
@@ -93,36 +95,56 @@ local function database_store(s)
             failed_at = row.failed_at }
     end
 
-    -- Whether a row for this payload is there already (an insert whose reply was
-    -- lost to a dropped connection did happen).
-    local function written(r)
-        local ok, rows = pcall(db().select, db(), "select 1 as one from " .. tbl
-            .. " where " .. (uuids and "uuid = ? and " or "") .. "payload = ?",
-            uuids and { r.uuid, r.payload } or { r.payload })
-        return ok and #rows > 0
+    -- The uuid to record r under: its own, or <uuid>-2, -3... when a row of another
+    -- payload holds it (a record is never replaced, as in luaworker's Redis store);
+    -- nil when a row of this payload is there already (written before a crash, or
+    -- by an insert whose reply a dropped connection lost).
+    local function free_uuid(r)
+        local n, id = 1, r.uuid
+        while true do
+            local row = db():select("select payload from " .. tbl .. " where uuid = ?", { id })[1]
+            if not row then return id end
+            if row.payload == r.payload then return nil end
+            n = n + 1
+            id = r.uuid .. "-" .. n
+        end
     end
 
-    local function insert(q, r)
+    -- database: whether a row of this payload is there already (checked only after
+    -- a failed insert: the payload has no index).
+    local function written(r)
+        return #db():select("select 1 as one from " .. tbl .. " where payload = ?", { r.payload }) > 0
+    end
+
+    -- Writes r's row unless it is there; returns its id (the uuid, or nil for database).
+    local function insert(q, r, again)
         local failed_at = r.failed_at  -- the app's timezone, as Laravel's Date::now()
         if uuids then
+            local id = free_uuid(r)
+            if not id then return r.uuid end
             db():insert("insert into " .. tbl .. " (uuid, connection, queue, payload, exception, "
                 .. "failed_at) values (?, ?, ?, ?, ?, ?)",
-                { r.uuid, r.connection, q, r.payload, r.exception, failed_at })
-        else
-            db():insert("insert into " .. tbl .. " (connection, queue, payload, exception, "
-                .. "failed_at) values (?, ?, ?, ?, ?)",
-                { r.connection, q, r.payload, r.exception, failed_at })
+                { id, r.connection, q, r.payload, r.exception, failed_at })
+            return id
         end
+        if again and written(r) then return nil end
+        db():insert("insert into " .. tbl .. " (connection, queue, payload, exception, "
+            .. "failed_at) values (?, ?, ?, ?, ?)",
+            { r.connection, q, r.payload, r.exception, failed_at })
+        return nil
     end
 
     -- The record first, then the reservation goes: while the database fails, the
     -- job stays reserved and the write is tried again, 1 s, 2 s... 30 s apart,
     -- said once when it fails and once when it is written.
     function store.log(q, reserved_copy, r)
-        local wait, told = WRITE_WAIT_FIRST, false
+        local wait, told, id = WRITE_WAIT_FIRST, false, nil
         while true do
-            local ok, err = pcall(insert, q, r)
-            if ok or (told and written(r)) then break end
+            local ok, err = pcall(insert, q, r, told)
+            if ok then
+                id = err
+                break
+            end
             if not told then
                 require("luaworker.output").error("cannot record failed job " .. r.uuid .. " in "
                     .. s.table .. " on database connection " .. tostring(s.connection or "default")
@@ -138,7 +160,7 @@ local function database_store(s)
                 .. " after all")
         end
         queue.delete_reserved(q, reserved_copy)
-        return r.uuid
+        return id
     end
 
     function store.all()
