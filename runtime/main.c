@@ -30,6 +30,34 @@ static const char *option_value(const struct cli *cli, const char *name)
     return NULL;
 }
 
+/* The Laravel version: --laravel (or --laravel-version), else the app's beside
+ * --env-file, else 8.83. Returns 0, or -1 after saying what is wrong. */
+static int choose_laravel_version(const struct cli *cli, struct laravel_version *v)
+{
+    const char *name = "laravel", *given = option_value(cli, "laravel");
+    if (!given && (given = option_value(cli, "laravel-version")))
+        name = "laravel-version";
+    if (given) {
+        if (laravel_version_parse(given, v) == 0)
+            return 0;
+        fprintf(stderr, "luaworker: --%s=%s: expected a Laravel version from 8 to 13, as 12.51 "
+                "(or 12 for its newest)\n", name, given);
+        return -1;
+    }
+    *v = laravel_version_default;
+    const char *env_file = option_value(cli, "env-file");
+    if (!env_file)
+        return 0;
+    char dir[4096], from[4200], err[4400];
+    const char *slash = strrchr(env_file, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - env_file) : 1, slash ? env_file : ".");
+    if (laravel_version_detect(dir, v, from, sizeof from, err, sizeof err) < 0) {
+        fprintf(stderr, "luaworker: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* The checks of `luaworker work`'s options that the command line's types do not
  * make, in the process the user started: prints what is wrong (or worth a warning)
  * and returns -1 when it cannot run, else 0. */
@@ -104,14 +132,11 @@ int main(int argc, char **argv)
     if (strcmp(cli.command->name, "work") != 0)
         sigprocmask(SIG_SETMASK, &before, NULL);
 
-    int laravel_version = atoi(option_value(&cli, "laravel-version"));
-    if (laravel_version < 8 || laravel_version > 13) {
-        fprintf(stderr, "luaworker: --laravel-version=%s: expected 8 to 13\n",
-                option_value(&cli, "laravel-version"));
+    struct laravel_version laravel;
+    if (choose_laravel_version(&cli, &laravel))
         return 2;
-    }
     struct config config;
-    if (config_load(&config, option_value(&cli, "env-file"), laravel_version, err, sizeof err)) {
+    if (config_load(&config, option_value(&cli, "env-file"), &laravel, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
         return 2;
     }

@@ -70,7 +70,9 @@ describe("luaworker help work", function()
         local r = run({ "help", "work" })
         assert.is_not_nil(option_line(r.stdout, "env-file"))
         assert.is_not_nil(option_line(r.stdout, "scripts"))
-        assert.matches("%[default: 8%]$", option_line(r.stdout, "laravel-version"))
+        assert.matches("from composer.lock or vendor/ beside %-%-env%-file, else 8.83%)$",
+            option_line(r.stdout, "laravel"))
+        assert.is_not_nil(option_line(r.stdout, "laravel-version"))
     end)
 
     it("is also shown for work --help", function()
@@ -148,7 +150,8 @@ describe("luaworker command line", function()
     end)
 
     it("rejects --laravel-version outside 8 to 13", function()
-        rejects({ "restart", "--laravel-version=7" }, "--laravel-version=7: expected 8 to 13")
+        rejects({ "restart", "--laravel-version=7" }, "--laravel-version=7: expected a Laravel version "
+            .. "from 8 to 13, as 12.51 (or 12 for its newest)")
     end)
 
     it("rejects retry without an id", function()
@@ -180,8 +183,10 @@ describe("luaworker command line", function()
         { { "work", "--block-for=1.5.2" }, "--block-for=1.5.2: expected a number of seconds of 0 or more" },
         { { "work", "--backoff=1,2147483648" },
             "--backoff=1,2147483648: expected seconds, or a comma-separated list such as 1,5,10" },
-        { { "work", "--laravel-version=007" }, "--laravel-version=007: expected 8 to 13" },
-        { { "work", "--laravel-version=14" }, "--laravel-version=14: expected 8 to 13" },
+        { { "work", "--laravel-version=007" }, "--laravel-version=007: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
+        { { "work", "--laravel-version=14" }, "--laravel-version=14: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
+        { { "work", "--laravel=12.x" }, "--laravel=12.x: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
+        { { "work", "--laravel=12.5.1.0" }, "--laravel=12.5.1.0: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
         { { "work", "--processes=0" }, "--processes=0: expected 1 to 512" },
         { { "work", "--processes=100000" }, "--processes=100000: expected 1 to 512" },
         { { "work", "--heartbeat=0" }, "--heartbeat=0: expected seconds above 0" },

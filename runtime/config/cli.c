@@ -8,7 +8,8 @@
 #define COMMON_OPTIONS                                                                    \
     {"env-file", CLI_STRING, NULL, "read a Laravel .env file (real environment variables win)"}, \
     {"scripts", CLI_STRING, NULL, "directory of the Redis scripts (default: scripts/ beside the binary)"}, \
-    {"laravel-version", CLI_UINT, "8", "Laravel major version whose cache key format applies (8-13)"}
+    {"laravel", CLI_STRING, NULL, "Laravel version whose protocol applies, as 12.51, or 12 for its newest (default: the app's, from composer.lock or vendor/ beside --env-file, else 8.83)"}, \
+    {"laravel-version", CLI_STRING, NULL, "the same as --laravel (its older name)"}
 
 static const struct cli_option work_options[] = {
     {"queue", CLI_STRING, NULL, "queues to work, comma separated, in priority order (default: REDIS_QUEUE or 'default')"},

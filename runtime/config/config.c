@@ -267,13 +267,13 @@ void config_slug(const char *title, char sep, char *out, size_t outlen)
     out[n] = '\0';
 }
 
-int config_load(struct config *c, const char *env_file, int laravel_version,
+int config_load(struct config *c, const char *env_file, const struct laravel_version *laravel,
                 char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     if (env_file && load_env_file(env_file, err, errlen))
         return -1;
-    c->laravel_version = laravel_version;
+    c->laravel = *laravel;
     if (load_redis(&c->queue, "REDIS_DB", "0", err, errlen) ||
         load_redis(&c->cache, "REDIS_CACHE_DB", "1", err, errlen))
         return -1;
@@ -297,10 +297,10 @@ int config_load(struct config *c, const char *env_file, int laravel_version,
             return -1;
     } else {
         snprintf(cache_prefix, sizeof cache_prefix, "%s_cache%s", slug,
-                 laravel_version >= 11 ? "_" : "");
+                 laravel->major >= 11 ? "_" : "");
     }
     snprintf(c->cache_prefix, sizeof c->cache_prefix, "%s%s", cache_prefix,
-             laravel_version < 11 && *cache_prefix ? ":" : "");
+             laravel->major < 11 && *cache_prefix ? ":" : "");
 
     if (copy(c->default_queue, sizeof c->default_queue, env_or("REDIS_QUEUE", "default"),
              "REDIS_QUEUE", err, errlen) ||

@@ -1,11 +1,13 @@
 /* config: the settings luaworker shares with the Laravel app, read from the
  * environment with Laravel's variable names and defaults, after an optional `.env`
- * file (real environment variables win). Uses dotenv, and encrypter to check
- * APP_KEY and APP_CIPHER. */
+ * file (real environment variables win). Uses dotenv, laravel_version, and
+ * encrypter to check APP_KEY and APP_CIPHER. */
 #ifndef LUAWORKER_CONFIG_H
 #define LUAWORKER_CONFIG_H
 
 #include <stddef.h>
+
+#include "config/laravel_version.h"
 
 /* One Redis connection as Laravel's config/database.php describes it. */
 struct redis_settings {
@@ -24,13 +26,13 @@ struct config {
     char default_queue[256];      /* REDIS_QUEUE */
     char connection_name[64];     /* QUEUE_CONNECTION when it is a Redis one, else "redis" */
     char timezone[64];            /* APP_TIMEZONE, for console times; "UTC" by default */
-    int laravel_version;          /* major version whose key conventions apply */
+    struct laravel_version laravel;  /* whose protocol and key conventions apply */
 };
 
 /* Loads env_file (NULL for none) into the environment without overriding variables
- * already set, then fills c for the given Laravel major version (8 or later).
- * Returns 0, or -1 with err naming the variable or file and what was expected. */
-int config_load(struct config *c, const char *env_file, int laravel_version,
+ * already set, then fills c for the given Laravel version. Returns 0, or -1 with
+ * err naming the variable or file and what was expected. */
+int config_load(struct config *c, const char *env_file, const struct laravel_version *laravel,
                 char *err, size_t errlen);
 
 /* Writes Laravel's Str::slug(title, sep) into out. Latin letters (U+00C0..U+024F)

@@ -276,8 +276,10 @@ static void push_config(lua_State *L, const struct host *h)
     lua_setfield(L, -2, "default_queue");
     lua_pushstring(L, c->connection_name);
     lua_setfield(L, -2, "connection_name");
-    lua_pushinteger(L, c->laravel_version);
+    lua_pushinteger(L, c->laravel.major);
     lua_setfield(L, -2, "laravel_version");
+    lua_pushinteger(L, c->laravel.minor);
+    lua_setfield(L, -2, "laravel_minor");
     lua_pushstring(L, h->scripts.dir);
     lua_setfield(L, -2, "scripts_dir");
 }

@@ -88,7 +88,7 @@ function M.release_unique_lock(handler, command)
     else
         id = value(command.uniqueId)
     end
-    local separator = settings.config.laravel_version >= 11 and ":" or ""
+    local separator = settings.laravel_at_least(11, 0) and ":" or ""
     redis.call("queue", "DEL", settings.cache_prefix .. "laravel_unique_job:" .. php.class(command)
         .. separator .. tostring(id or ""))
 end

@@ -95,7 +95,7 @@ end
 -- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
 -- holds a true value (PHP-serialized) while the queue is paused.
 function M.paused(q)
-    if settings.config.laravel_version < 12 then return false end
+    if not settings.laravel_at_least(12, 40) then return false end
     local v = redis.call("cache", "GET", settings.cache_prefix .. "illuminate:queue:paused:"
         .. settings.connection_name .. ":" .. q)
     return v ~= nil and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'

@@ -1,6 +1,6 @@
 -- luaworker.settings: the worker's options and configuration, filled once by
 -- luaworker.worker when it starts and read by the worker's other modules.
-return {
+local M = {
     options = {},             -- `luaworker work`'s options (runtime/config/cli.c), plus
                               -- queue_list (the queues, as given) and effective_backoff
     config = {},              -- the configuration (runtime/host/lua_host.c, push_config)
@@ -8,3 +8,12 @@ return {
     connection_name = "redis",
     cache_prefix = "",        -- the full prefix of the cache store's keys
 }
+
+-- Whether the Laravel version luaworker speaks (--laravel, or the app's) is at least
+-- major.minor: a behaviour that version brought applies.
+function M.laravel_at_least(major, minor)
+    local v = M.config.laravel_version or 8
+    return v > major or (v == major and (M.config.laravel_minor or 83) >= minor)
+end
+
+return M

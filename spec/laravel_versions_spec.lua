@@ -1,0 +1,102 @@
+-- Which Laravel's protocol luaworker speaks: --laravel=VERSION (a major alone: its
+-- newest), else the app's (composer.lock, else vendor's Application::VERSION,
+-- beside --env-file), else 8.83; and the behaviours that start at a version.
+local H = require "spec.helpers"
+
+-- An app directory with a .env and, as given, a composer.lock naming lock_version
+-- and a vendor Application.php naming vendor_version. Returns the --env-file option.
+local function app(lock_version, vendor_version)
+    local dir = H.tmpdir()
+    H.write_file(dir .. "/.env", "APP_NAME=Laravel\n")
+    if lock_version then
+        H.write_file(dir .. "/composer.lock", string.format([[{
+    "packages": [
+        {
+            "name": "laravel/prompts",
+            "version": "v0.3.5"
+        },
+        {
+            "name": "laravel/framework",
+            "version": "%s",
+            "source": { "type": "git" }
+        }
+    ]
+}
+]], lock_version))
+    end
+    if vendor_version then
+        H.write_file(dir .. "/vendor/laravel/framework/src/Illuminate/Foundation/Application.php",
+            string.format("<?php\nclass Application\n{\n    const VERSION = '%s';\n}\n", vendor_version))
+    end
+    return "--env-file=" .. dir .. "/.env"
+end
+
+-- The restart key `luaworker restart` writes: where the cache prefix's form shows
+-- the version (8-10: "<slug>_cache:", 11+: "<slug>_cache_").
+local function restart_key(args)
+    H.flush()
+    local full = { "restart" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    local r = H.run(full)
+    assert.are.equal(0, r.status, r.stderr)
+    return H.rdb(1, "KEYS", "*restart")[1]
+end
+
+local CACHE_8 = "laravel_database_laravel_cache:illuminate:queue:restart"
+local CACHE_11 = "laravel_database_laravel_cache_illuminate:queue:restart"
+
+describe("the Laravel version", function()
+    it("is 8.83 without --laravel and without an app", function()
+        assert.are.equal(CACHE_8, restart_key({}))
+    end)
+
+    it("is read from the app's composer.lock, the framework's own entry", function()
+        assert.are.equal(CACHE_11, restart_key({ app("v11.44.2") }))
+        assert.are.equal(CACHE_8, restart_key({ app("v10.48.29") }))
+    end)
+
+    it("is read from vendor's Application::VERSION without a composer.lock", function()
+        assert.are.equal(CACHE_11, restart_key({ app(nil, "12.51.0") }))
+    end)
+
+    it("is 8.83 for an app with neither", function()
+        assert.are.equal(CACHE_8, restart_key({ app() }))
+    end)
+
+    it("is what --laravel says, over the app's", function()
+        assert.are.equal(CACHE_8, restart_key({ app("v12.51.0"), "--laravel=10.48" }))
+        assert.are.equal(CACHE_11, restart_key({ app("v8.83.27"), "--laravel=11" }))
+    end)
+
+    it("stops at start with status 2 when the app's is one luaworker does not speak", function()
+        local r = H.run({ "work", app("v7.30.6") })
+        assert.are.equal(2, r.status)
+        assert.matches("/composer.lock: Laravel v7.30.6 is not a version luaworker speaks (8 to 13); "
+            .. "say which with --laravel", r.stderr, 1, true)
+    end)
+end)
+
+describe("behaviours that start at a version", function()
+    local handlers
+    setup(function()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = [[
+return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", job:queue()) end }
+]] })
+    end)
+    before_each(function() H.flush() end)
+
+    local function work(version)
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--sleep=0",
+            "--queue=high,low", "--laravel=" .. version })
+        assert.are.equal(0, r.status, r.stderr)
+        return H.r("LRANGE", "spec:ran", 0, -1)
+    end
+
+    it("skips a queue paused with queue:pause from 12.40 on, not before", function()
+        H.rdb(1, "SET", "laravel_database_laravel_cache_illuminate:queue:paused:redis:low", "b:1;")
+        for _, q in ipairs({ "high", "low" }) do H.push(H.payload(), q) end
+        assert.are.same({ "high" }, work("12.40"))
+        H.r("DEL", "spec:ran")
+        assert.are.same({ "low" }, work("12.39"))
+    end)
+end)
