@@ -99,4 +99,14 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
         H.r("DEL", "spec:ran")
         assert.are.same({ "low" }, work("12.39"))
     end)
+
+    it("skips every queue while queue:pause --all's key is set, from 13.25 on", function()
+        H.rdb(1, "SET", "laravel_database_laravel_cache_illuminate:queues:paused", "b:1;")
+        for _, q in ipairs({ "high", "low" }) do H.push(H.payload(), q) end
+        assert.are.same({}, work("13.25"))
+        assert.are.same({ "high", "low" }, work("13.24"))
+        H.rdb(1, "DEL", "laravel_database_laravel_cache_illuminate:queues:paused")
+        for _, q in ipairs({ "high", "low" }) do H.push(H.payload(), q) end
+        assert.are.same({ "high", "low", "high", "low" }, work("13.25"))
+    end)
 end)

@@ -92,13 +92,21 @@ local function still_ours(sent)
     return since ~= nil and since <= sent
 end
 
+-- Whether a cached PHP value is true as PHP reads it (a missing key is not).
+local function truthy(v)
+    return v ~= nil and v ~= false and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
+end
+
 -- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
--- holds a true value (PHP-serialized) while the queue is paused.
+-- holds a true value (PHP-serialized) while the queue is paused; from 13.25 on,
+-- illuminate:queues:paused (`queue:pause --all`) pauses every queue.
 function M.paused(q)
     if not settings.laravel_at_least(12, 40) then return false end
-    local v = redis.call("cache", "GET", settings.cache_prefix .. "illuminate:queue:paused:"
-        .. settings.connection_name .. ":" .. q)
-    return v ~= nil and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
+    local key = settings.cache_prefix .. "illuminate:queue:paused:" .. settings.connection_name
+        .. ":" .. q
+    if not settings.laravel_at_least(13, 25) then return truthy(redis.call("cache", "GET", key)) end
+    local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
+    return truthy(values[1]) or truthy(values[2])
 end
 
 -- The Unix second q's due jobs were last moved (see pop), or nil.
