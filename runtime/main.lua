@@ -48,8 +48,9 @@ local function run(cli, config)
     luaworker.connection_name = config.connection_name
     luaworker.default_queue = config.default_queue
     local command = cli.command
-    -- the options every command's modules may read (luaworker.db: --env-file)
-    require("luaworker.settings").options = cli.options
+    -- what every command's modules may read (luaworker.db: --env-file; the version)
+    local settings = require "luaworker.settings"
+    settings.options, settings.config = cli.options, config
     if command == "lua" then return run_lua(cli) end
     if command == "work" then
         forbid_global_writes()

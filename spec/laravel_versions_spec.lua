@@ -109,4 +109,26 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
         for _, q in ipairs({ "high", "low" }) do H.push(H.payload(), q) end
         assert.are.same({ "high", "low", "high", "low" }, work("13.25"))
     end)
+
+    it("pushes payloads with the fields of the version (push and luaworker.dispatch)", function()
+        local function pushed(version, delay)
+            H.flush()
+            local r = H.run({ "push", "App\\Jobs\\X", '{"batchId":"b-1"}', "--laravel=" .. version,
+                "--delay=" .. delay })
+            assert.are.equal(0, r.status, r.stderr)
+            local list, delayed = H.keys()
+            return H.r("LRANGE", list, 0, 0)[1] or H.r("ZRANGE", delayed, 0, 0)[1]
+        end
+        local p = pushed("8.83", 0)
+        assert.matches('"retryUntil":null,"data":{"commandName":"App\\\\Jobs\\\\X","command":.-"},'
+            .. '"id":"%w+","attempts":0}$', p)
+        p = pushed("12.11", 7)
+        assert.matches('"retryUntil":null,"data":{"commandName":"[^"]*","command":.-"},'
+            .. '"createdAt":%d+,"id":"%w+","attempts":0,"delay":7}$', p)
+        p = pushed("12.51", 0)
+        assert.matches('"command":.-","batchId":"b%-1"},"createdAt":%d+,"id":"%w+","attempts":0,'
+            .. '"delay":null}$', p)
+        p = pushed("13.0", 0)
+        assert.matches('"retryUntil":null,"deleteWhenMissingModels":false,"data":{', p, 1, true)
+    end)
 end)

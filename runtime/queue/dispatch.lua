@@ -1,11 +1,12 @@
 -- luaworker.dispatch: builds and pushes Laravel-format jobs that a PHP worker runs
--- as if Laravel had dispatched them (Queue::createPayload of Laravel 8.83, pushed
--- with the push script, or to :delayed).
+-- as if Laravel had dispatched them (Queue::createPayload of the Laravel version
+-- luaworker speaks, pushed with the push script, or to :delayed).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
 local php = require "luaworker.php"
 local payload_values = require "luaworker.payload"
+local settings = require "luaworker.settings"
 
 local M = {}
 
@@ -25,10 +26,14 @@ local function json_or_null(v)
     return encode(v)
 end
 
--- The payload text, fields in the order Laravel 8.83 emits them. fields: uuid,
+-- The payload text, fields in the order Laravel emits them. fields: uuid,
 -- displayName, job, maxTries, maxExceptions, failOnTimeout, backoff, timeout,
--- retryUntil (left out for string jobs, as Laravel does), id; data_text is JSON.
+-- retryUntil (left out for string jobs, as Laravel does), id, delay; data_text is
+-- JSON. The version luaworker speaks adds (Queue::createPayload): 12.11+ createdAt
+-- and delay (the dispatch delay, or null), 13.0+ deleteWhenMissingModels (object
+-- jobs: fields.deleteWhenMissingModels).
 function M.payload_text(fields, data_text)
+    local since_12_11 = settings.laravel_at_least(12, 11)
     return table.concat({
         '{"uuid":', encode(fields.uuid),
         ',"displayName":', encode(fields.displayName),
@@ -39,9 +44,16 @@ function M.payload_text(fields, data_text)
         ',"backoff":', json_or_null(fields.backoff),
         ',"timeout":', json_or_null(fields.timeout),
         fields.string_job and "" or (',"retryUntil":' .. json_or_null(fields.retryUntil)),
+        (not fields.string_job and settings.laravel_at_least(13, 0))
+            and (',"deleteWhenMissingModels":' .. (fields.deleteWhenMissingModels and "true" or "false"))
+            or "",
         ',"data":', data_text,
+        since_12_11 and string.format(',"createdAt":%d', host.now()) or "",
         ',"id":', encode(fields.id),
-        ',"attempts":0}',
+        ',"attempts":0',
+        since_12_11 and (',"delay":' .. ((fields.delay or 0) > 0 and string.format("%d", fields.delay)
+            or "null")) or "",
+        '}',
     })
 end
 
@@ -137,9 +149,13 @@ function M.push_command(command, q, delay, encrypt)
         maxTries = value(command.tries), maxExceptions = value(command.maxExceptions),
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
+        deleteWhenMissingModels = value(command.deleteWhenMissingModels) == true, delay = delay,
     }
+    -- 12.51+: the command's batchId beside it
+    local batch_id = settings.laravel_at_least(12, 51)
+        and (',"batchId":' .. json_or_null(value(command.batchId))) or ""
     enqueue(q, M.payload_text(fields, '{"commandName":' .. encode(class)
-        .. ',"command":' .. encode(text) .. "}"), delay)
+        .. ',"command":' .. encode(text) .. batch_id .. "}"), delay)
     return fields.id
 end
 
@@ -148,6 +164,7 @@ function M.push_string_job(name, data_text, q, delay, fields)
     fields = fields or {}
     fields.uuid, fields.id = host.uuid(), host.random_id(32)
     fields.displayName, fields.job, fields.string_job = name:match("^([^@]*)"), name, true
+    fields.delay = delay
     enqueue(q, M.payload_text(fields, data_text), delay)
     return fields.id
 end
