@@ -131,4 +131,46 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
         p = pushed("13.0", 0)
         assert.matches('"retryUntil":null,"deleteWhenMissingModels":false,"data":{', p, 1, true)
     end)
+
+    it("releases a unique job's lock under the key and owner rules of the version", function()
+        local uniq = H.handlers({ ["App/Jobs/U.lua"] = "return { unique = true, handle = function() end }" })
+        local PREFIX = "laravel_database_laravel_cache_laravel_unique_job:"
+        local function run(version, owner, display_name)
+            local command = 'O:10:"App\\Jobs\\U":1:{s:8:"uniqueId";s:1:"7";}'
+            if owner then
+                command = string.format('O:10:"App\\Jobs\\U":2:{s:8:"uniqueId";s:1:"7";'
+                    .. 's:15:"uniqueLockOwner";s:%d:"%s";}', #owner, owner)
+            end
+            H.push(H.payload({ displayName = display_name or "Custom Name", data = { commandName = "App\\Jobs\\U",
+                command = command } }))
+            local r = H.run({ "work", "--handlers=" .. uniq, "--stop-when-empty", "--sleep=0",
+                "--laravel=" .. version })
+            assert.are.equal(0, r.status, r.stderr)
+            return r
+        end
+        local by_class, by_name = PREFIX .. "App\\Jobs\\U:7", PREFIX .. "Custom Name:7"
+        H.r("SET", by_class, "x")
+        H.r("SET", by_name, "x")
+        run("12.40")
+        assert.are.same({ 0, 1 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name) })
+        H.r("SET", by_class, "x")
+        run("12.41")
+        assert.are.same({ 1, 0 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name) })
+        -- 12.54+: a displayName of its own names the lock by a hash: left, said
+        H.r("SET", by_name, "x")
+        local r = run("12.54")
+        assert.are.same({ 1, 1 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name) })
+        assert.matches("cannot release the unique lock of Custom Name: Laravel 12.54+ names it by the "
+            .. "xxh128 hash", r.stderr, 1, true)
+        -- 13.24+: only while the job's owner holds it
+        H.r("SET", by_class, "owner-b")
+        run("13.24", "owner-a", "App\\Jobs\\U")
+        assert.are.equal("owner-b", H.r("GET", by_class))
+        H.r("SET", by_class, "owner-a")
+        run("13.24", "owner-a", "App\\Jobs\\U")
+        assert.are.equal(0, H.r("EXISTS", by_class))
+        H.r("SET", by_class, "owner-b")
+        run("13.23", "owner-a", "App\\Jobs\\U")
+        assert.are.equal(0, H.r("EXISTS", by_class))
+    end)
 end)

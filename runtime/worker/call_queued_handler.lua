@@ -78,19 +78,45 @@ function M.unique_mode(handler, command)
     return false
 end
 
--- UniqueLock::release: deletes laravel_unique_job:<class><uniqueId> in the cache
--- store (its lock connection is the 'default' Redis connection, the queue's). The
--- handler's unique_id(command) stands for a PHP uniqueId() method.
-function M.release_unique_lock(handler, command)
+local xxh128_said = {}  -- display names whose lock was said to be left
+
+-- UniqueLock::release: deletes the job's lock in the cache store (its lock
+-- connection is the 'default' Redis connection, the queue's). The key is
+-- laravel_unique_job: and the class and uniqueId (the handler's unique_id(command)
+-- stands for a PHP uniqueId() method): 8-10 joined as they are, 11+ with ':'
+-- between, 12.41+ with the job's displayName() for the class when it has its own
+-- (display_name, the payload's, differs from the class; 12.54+ names such a lock
+-- by a hash luaworker does not compute, and leaves it, saying so once). 13.24+: a job carrying
+-- its lock's owner (uniqueLockOwner) deletes the key only while that owner holds it.
+function M.release_unique_lock(handler, command, display_name)
     local id
     if handler and type(handler.unique_id) == "function" then
         id = handler.unique_id(command)
     else
         id = value(command.uniqueId)
     end
+    local name = php.class(command)
+    if settings.laravel_at_least(12, 41) and type(display_name) == "string" and display_name ~= name then
+        if settings.laravel_at_least(12, 54) then
+            -- 12.54+ keys it by xxh128(displayName()), which luaworker does not compute
+            if not xxh128_said[display_name] then
+                xxh128_said[display_name] = true
+                output.error("cannot release the unique lock of " .. output.text(display_name)
+                    .. ": Laravel 12.54+ names it by the xxh128 hash of the job's displayName(), "
+                    .. "which luaworker does not compute; it ends when its uniqueFor runs out")
+            end
+            return
+        end
+        name = display_name
+    end
     local separator = settings.laravel_at_least(11, 0) and ":" or ""
-    redis.call("queue", "DEL", settings.cache_prefix .. "laravel_unique_job:" .. php.class(command)
-        .. separator .. tostring(id or ""))
+    local key = settings.cache_prefix .. "laravel_unique_job:" .. name .. separator .. tostring(id or "")
+    local owner = value(command.uniqueLockOwner)
+    if settings.laravel_at_least(13, 24) and type(owner) == "string" then
+        redis.script("queue", "release_lock", { key }, { owner })
+    else
+        redis.call("queue", "DEL", key)
+    end
 end
 
 -- Queueable::dispatchNextJobInChain: the first chained job, carrying the rest,
@@ -143,10 +169,11 @@ function M.call(job)
         return
     end
     local unique = M.unique_mode(handler, command)
-    if unique == "until_processing" then M.release_unique_lock(handler, command) end
+    local display_name = job:display_name()
+    if unique == "until_processing" then M.release_unique_lock(handler, command, display_name) end
     handler.handle(job, command)
     if unique and unique ~= "until_processing" and not job:is_released() then
-        M.release_unique_lock(handler, command)
+        M.release_unique_lock(handler, command, display_name)
     end
     if not job:has_failed() and not job:is_released() then
         dispatch_next_in_chain(command)

@@ -72,7 +72,8 @@ function M.fail(job, err, trace)
     if command ~= nil and not handlers.is_string_job(payload) then
         local mode = call_queued_handler.unique_mode(handler, command)
         if mode and mode ~= "until_processing" then
-            local ok, _, utrace = task.run(call_queued_handler.release_unique_lock, handler, command)
+            local ok, _, utrace = task.run(call_queued_handler.release_unique_lock, handler, command,
+                job:display_name())
             if not ok then output.error("cannot release the unique lock: " .. utrace, job) end
         end
     end
