@@ -173,4 +173,27 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
         run("13.23", "owner-a", "App\\Jobs\\U")
         assert.are.equal(0, H.r("EXISTS", by_class))
     end)
+
+    it("fails a timed-out job with TimeoutExceededException from 10.10 on", function()
+        local slow = H.handlers({ ["App/Jobs/Spec.lua"] =
+            "return { handle = function() require('luaworker').sleep(10) end }" })
+        local function failed_with(version, fields)
+            H.flush()
+            local p = H.payload(fields)
+            H.push(p)
+            local r = H.run({ "work", "--handlers=" .. slow, "--stop-when-empty", "--sleep=0",
+                "--laravel=" .. version })
+            assert.are.equal(0, r.status, r.stderr)
+            return H.failed_record(p.uuid).exception
+        end
+        local timed_out = { timeout = 1, failOnTimeout = true }
+        assert.matches("^Illuminate\\Queue\\TimeoutExceededException: App\\Jobs\\Spec has timed out%.",
+            failed_with("10.10", timed_out))
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Spec has been "
+            .. "attempted too many times or run too long%. The job may have previously timed out%.",
+            failed_with("10.9", timed_out))
+        local used_up = { maxTries = 1, attempts = 1 }
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Spec has been "
+            .. "attempted too many times%.$", failed_with("10.10", used_up))
+    end)
 end)

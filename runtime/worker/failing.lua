@@ -42,9 +42,26 @@ function M.exception_info(err, trace)
     return { value = err, class = class, message = message, text = text }
 end
 
+M.TIMEOUT_EXCEEDED_EXCEPTION = "Illuminate\\Queue\\TimeoutExceededException"
+
+-- Worker::maxAttemptsExceededException, worded as the version luaworker speaks
+-- words it (10.10 dropped "or run too long...", which timeouts got their own for).
 function M.max_attempts_exception(job)
+    if settings.laravel_at_least(10, 10) then
+        return luaworker.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
+            .. " has been attempted too many times.")
+    end
     return luaworker.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
         .. " has been attempted too many times or run too long. The job may have previously timed out.")
+end
+
+-- The exception of a job that ran past its timeout: 10.10+ TimeoutExceededException
+-- (a MaxAttemptsExceededException), before it the max-attempts one.
+function M.timeout_exception(job)
+    if settings.laravel_at_least(10, 10) then
+        return luaworker.exception(M.TIMEOUT_EXCEEDED_EXCEPTION, tostring(job:name()) .. " has timed out.")
+    end
+    return M.max_attempts_exception(job)
 end
 
 -- Job::fail: record, remove the reservation, then the handler's failed() and the

@@ -110,7 +110,8 @@ local function handle_job_exception(job, exc, started)
             output.text(job:name()), job:attempts(), delay, exc.text), job)
     else
         output.error(string.format("%s (attempt %s) %s: %s", output.text(job:name()), job:attempts(),
-            exc.class == failing.MAX_ATTEMPTS_EXCEPTION and "failed" or "raised", exc.text), job)
+            (exc.class == failing.MAX_ATTEMPTS_EXCEPTION or exc.class == failing.TIMEOUT_EXCEEDED_EXCEPTION)
+                and "failed" or "raised", exc.text), job)
     end
 end
 
@@ -157,7 +158,7 @@ end
 -- on). A stopped job whose code had ended, or had deleted, released or failed it,
 -- keeps that outcome: the rules are not applied again.
 function M.handle_timed_out_job(job, timeout, how)
-    local exc = failing.exception_info(failing.max_attempts_exception(job), "")
+    local exc = failing.exception_info(failing.timeout_exception(job), "")
     local decided = how == "stopped"
         and (job.settling or job:is_deleted_or_released() or job:has_failed())
     local ok, err, trace = true, nil, nil
