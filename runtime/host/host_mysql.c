@@ -187,12 +187,12 @@ static void finish(struct my_conn *c, struct outcome *o)
         host_waiter_unlink(w);
         host_waiter_give(w);
         if (!h->closing && !h->finished)
-            host_resume_with(h, ticket, push_outcome, o);
+            host_resume_with(h, ticket, push_outcome, o);  /* c may be gone after it */
     }
     if (o->stmt)
-        c->my->stmt_close(o->stmt);
+        o->my->stmt_close(o->stmt);
     if (o->res)
-        c->my->free_result(o->res);
+        o->my->free_result(o->res);
 }
 
 static void fail_conn(struct my_conn *c)
