@@ -53,6 +53,7 @@ describe("the Laravel version", function()
     it("is read from the app's composer.lock, the framework's own entry", function()
         assert.are.equal(CACHE_11, restart_key({ app("v11.44.2") }))
         assert.are.equal(CACHE_8, restart_key({ app("v10.48.29") }))
+        assert.are.equal(CACHE_11, restart_key({ app("12.x-dev") }))
     end)
 
     it("is read from vendor's Application::VERSION without a composer.lock", function()

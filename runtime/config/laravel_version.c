@@ -28,7 +28,9 @@ int laravel_version_parse(const char *text, struct laravel_version *v)
     if (*p == 'v')
         p++;
     int major = number(&p), minor = LARAVEL_NEWEST_MINOR;
-    if (*p == '.') {
+    if (strcmp(p, ".x-dev") == 0 || strcmp(p, ".x") == 0) {
+        p += strlen(p);  /* a branch (composer's "12.x-dev"): its newest */
+    } else if (*p == '.') {
         p++;
         minor = number(&p);
         if (*p == '.') {

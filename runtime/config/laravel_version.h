@@ -17,8 +17,9 @@ struct laravel_version {
 /* Laravel 8.83, what luaworker speaks when nothing says otherwise. */
 extern const struct laravel_version laravel_version_default;
 
-/* Reads "12", "12.51", "v12.51.3" (a patch is ignored) into v. Returns 0, or -1
- * when text is not such a version of Laravel 8 to 13. */
+/* Reads "12", "12.51", "v12.51.3" (a patch is ignored), "12.x" or "12.x-dev" (the
+ * newest 12) into v. Returns 0, or -1 when text is not such a version of Laravel 8
+ * to 13. */
 int laravel_version_parse(const char *text, struct laravel_version *v);
 
 /* Reads the version of the app in app_dir into v, and the file it came from into
