@@ -185,7 +185,7 @@ describe("luaworker command line", function()
             "--backoff=1,2147483648: expected seconds, or a comma-separated list such as 1,5,10" },
         { { "work", "--laravel-version=007" }, "--laravel-version=007: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
         { { "work", "--laravel-version=14" }, "--laravel-version=14: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
-        { { "work", "--laravel=12.x" }, "--laravel=12.x: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
+        { { "work", "--laravel=12.y" }, "--laravel=12.y: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
         { { "work", "--laravel=12.5.1.0" }, "--laravel=12.5.1.0: expected a Laravel version from 8 to 13, as 12.51 (or 12 for its newest)" },
         { { "work", "--processes=0" }, "--processes=0: expected 1 to 512" },
         { { "work", "--processes=100000" }, "--processes=100000: expected 1 to 512" },
