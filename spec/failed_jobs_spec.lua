@@ -233,6 +233,22 @@ describe("jobs ending while the app's database is down", function()
         assert.are.equal(0, w:wait())
     end)
 
+    it("stops when told to while a failed record waits, leaving the job reserved", function()
+        H.flush()
+        local job = H.dispatch("Failing")[1]
+        stop_db()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = db_env() })
+        H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
+            20, "the failed write")
+        w:kill("TERM")
+        local ok, status = pcall(w.wait, w, 5)
+        start_db()
+        assert.is_true(ok, "the worker did not stop")
+        assert.are.equal(0, status)
+        assert.are.equal(1, reserved_count())
+        assert.are.equal("", mariadb("select uuid from failed_jobs where uuid = '" .. job.uuid .. "'"))
+    end)
+
     it("keeps a batched job reserved until its batch's row is updated", function()
         H.flush()
         H.laravel_setup()

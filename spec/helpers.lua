@@ -212,7 +212,13 @@ function Proc:stop()
     if not self:status() then
         self:kill("TERM")
         pcall(self.wait, self, 10)
-        if not self:status() then self:kill("KILL") end
+        if not self:status() then
+            -- its workers too: they would go on, orphaned, after the spec
+            for _, child in ipairs(H.children(self.pid)) do
+                os.execute("kill -KILL " .. child .. " 2>/dev/null")
+            end
+            self:kill("KILL")
+        end
     end
 end
 

@@ -125,26 +125,15 @@ local function update_atomic(id, change)
     end)
 end
 
--- Seconds between tries while the database cannot be reached.
-local WAIT_FIRST, WAIT_MAX = 1, 30
-
--- Runs fn until it does not fail for a lost connection (a database that is down is
--- waited out, said once); other errors are raised, as Laravel's would be.
+-- Runs fn(...) waiting out a database that cannot be reached (said once, the job
+-- kept reserved meanwhile); other errors, or the worker stopping meanwhile, raise
+-- as Laravel's worker would: the job's exception rules apply.
 local function waiting_out_outages(what, job, fn, ...)
-    local wait, said = WAIT_FIRST, false
-    while true do
-        local ok, a, b = pcall(fn, ...)
-        if ok then return a, b end
-        if not db_module.lost_connection(a) then error(a, 0) end
-        if not said then
-            require("luaworker.output").error("cannot " .. what .. " (" .. tostring(a)
-                .. "); the job stays reserved until it can, tried again every " .. WAIT_MAX
-                .. " s at most", job)
-            said = true
-        end
-        host.sleep(wait)
-        wait = math.min(wait * 2, WAIT_MAX)
-    end
+    local output = require "luaworker.output"
+    return db_module.wait_out(fn, db_module.lost_connection, function(err)
+        output.error("cannot " .. what .. " (" .. tostring(err) .. "); the job stays reserved "
+            .. "until it can, tried again every 30 s at most", job)
+    end, nil, ...)
 end
 
 local function all_ran_once(counts)

@@ -60,6 +60,31 @@ function M.lost_connection(err)
     return type(err) == "table" and err.lost_connection == true
 end
 
+-- Seconds between tries while a database is waited out.
+local OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX = 1, 30
+
+-- Runs fn(...) until it returns, for work a job must not skip: an error for which
+-- retry(err) is true is waited out, fn tried again 1, 2, 4... up to 30 seconds
+-- apart; say(err) is called at the first (to log it once), and said() once fn
+-- succeeds after. Raises other errors; and the last one when the worker stops
+-- meanwhile (what waited is left for later). Returns fn's results.
+function M.wait_out(fn, retry, say, said, ...)
+    local wait, waited = OUTAGE_WAIT_FIRST, false
+    while true do
+        local results = { pcall(fn, ...) }
+        if results[1] then
+            if waited and said then said() end
+            return unpack(results, 2, table.maxn(results))
+        end
+        local err = results[2]
+        if not retry(err) or require("luaworker.settings").giving_up() then error(err, 0) end
+        if not waited then say(err) end
+        waited = true
+        host.sleep(wait, true)  -- a stop signal ends it early
+        wait = math.min(wait * 2, OUTAGE_WAIT_MAX)
+    end
+end
+
 local function percent_decode(v)
     return v and (v:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end

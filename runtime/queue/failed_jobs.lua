@@ -23,7 +23,6 @@
 -- first ({id, connection, queue, payload, exception, failed_at}); find(id);
 -- forget(id) -> whether it was there; flush() -> how many went; retry(id, record,
 -- now) pushes it back onto its queue (attempts 0, as queue:retry) and forgets it.
-local host = require "luaworker.host"
 local queue = require "luaworker.queue"
 
 local M = {}
@@ -75,9 +74,6 @@ function null_store.flush() return 0 end
 function null_store.retry() return false end
 
 -- The app's table ------------------------------------------------------------------
-
--- Seconds between tries to write a failed record while the database fails.
-local WRITE_WAIT_FIRST, WRITE_WAIT_MAX = 1, 30
 
 local function database_store(s)
     local uuids = s.driver == "database-uuids"
@@ -136,29 +132,23 @@ local function database_store(s)
 
     -- The record first, then the reservation goes: while the database fails, the
     -- job stays reserved and the write is tried again, 1 s, 2 s... 30 s apart,
-    -- said once when it fails and once when it is written.
+    -- said once when it fails and once when it is written. A worker that stops
+    -- meanwhile raises: the job stays reserved, failed again when it comes back.
     function store.log(q, reserved_copy, r)
-        local wait, told, id = WRITE_WAIT_FIRST, false, nil
-        while true do
-            local ok, err = pcall(insert, q, r, told)
-            if ok then
-                id = err
-                break
-            end
-            if not told then
-                require("luaworker.output").error("cannot record failed job " .. r.uuid .. " in "
-                    .. s.table .. " on database connection " .. tostring(s.connection or "default")
-                    .. " (" .. tostring(err) .. "); the job stays reserved until it is recorded, "
-                    .. "tried again every " .. WRITE_WAIT_MAX .. " s at most")
-                told = true
-            end
-            host.sleep(wait)
-            wait = math.min(wait * 2, WRITE_WAIT_MAX)
-        end
-        if told then
-            require("luaworker.output").error("recorded failed job " .. r.uuid .. " in " .. s.table
-                .. " after all")
-        end
+        local output = require "luaworker.output"
+        local tried = false
+        local id = require("luaworker.db").wait_out(function()
+            local again = tried
+            tried = true
+            return insert(q, r, again)
+        end, function() return true end, function(err)
+            output.error("cannot record failed job " .. r.uuid .. " in " .. s.table
+                .. " on database connection " .. tostring(s.connection or "default") .. " ("
+                .. tostring(err) .. "); the job stays reserved until it is recorded, tried again "
+                .. "every 30 s at most")
+        end, function()
+            output.error("recorded failed job " .. r.uuid .. " in " .. s.table .. " after all")
+        end)
         queue.delete_reserved(q, reserved_copy)
         return id
     end

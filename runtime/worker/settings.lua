@@ -7,7 +7,15 @@ local M = {
     queues = {},              -- the queue names, in --queue order
     connection_name = "redis",
     cache_prefix = "",        -- the full prefix of the cache store's keys
+    stopping = false,         -- the worker stops: takes no job, lets those in flight end
 }
+
+-- Whether a wait for an outside service should give up: the worker is stopping (a
+-- stop signal, a reload, or any reason to stop), so what waits is left for later.
+function M.giving_up()
+    local quit, _, reload = require("luaworker.host").signals()
+    return M.stopping or quit or reload
+end
 
 -- Whether the Laravel version luaworker speaks (--laravel, or the app's) is at least
 -- major.minor: a behaviour that version brought applies.

@@ -147,6 +147,7 @@ end
 -- worker retires (its record and heartbeat last until then: a crash meanwhile
 -- leaves its successor what it needs).
 local function stop(status, reason)
+    settings.stopping = true
     if in_flight.count() > 0 then
         give_back(reservations.settle)
         in_flight.drain()
