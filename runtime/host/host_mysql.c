@@ -55,7 +55,7 @@ static void forget_settings(struct my_conn *c)
     for (int i = 0; i < SETTINGS; i++) {
         if (c->settings[i]) {
             /* the password does not outlive the set-up in this process's memory */
-            memset(c->settings[i], 0, strlen(c->settings[i]));
+            explicit_bzero(c->settings[i], strlen(c->settings[i]));
             free(c->settings[i]);
             c->settings[i] = NULL;
         }
