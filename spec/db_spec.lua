@@ -91,33 +91,7 @@ print(db:select("select v from t2")[1].v)
         assert.are.equal("x'); drop table t2; --\n", out)
     end)
 
-    it("returns the rows affected by update and delete", function()
-        local out = run_lua([[
-local db = require("luaworker").db()
-db:statement("create table t3 (n int)")
-for i = 1, 5 do db:insert("insert into t3 values (?)", { i }) end
-print(db:update("update t3 set n = n + 10 where n > ?", { 2 }), db:delete("delete from t3 where n > ?", { 12 }))
-]])
-        assert.are.equal("3\t3\n", out)
-    end)
-
-    it("commits a transaction, rolls it back when fn raises and raises again, on one connection", function()
-        local out = run_lua([[
-local db = require("luaworker").db()
-db:statement("create table t4 (v text)")
-print(db:transaction(function(d)
-    d:insert("insert into t4 values (?)", { "kept" })
-    return d:select("select pg_backend_pid() as p")[1].p == d:select("select pg_backend_pid() as p")[1].p
-end))
-local ok, err = pcall(db.transaction, db, function(d)
-    d:insert("insert into t4 values (?)", { "gone" })
-    error("boom", 0)
-end)
-print(ok, err)
-for _, r in ipairs(db:select("select v from t4")) do print(r.v) end
-]])
-        assert.are.equal("true\nfalse\tboom\nkept\n", out)
-    end)
+    require("spec.db_contract")(it, assert, run_lua, "pg_backend_pid()")
 
     it("raises a QueryException with the SQLSTATE and the server's message", function()
         local out = run_lua([[
@@ -177,15 +151,12 @@ return { handle = function(job, command)
 end }
 ]]
         local function db_job(seconds, fields)
-            fields = fields or {}
             local s = tostring(seconds)
-            fields.data = { commandName = "App\\Jobs\\Query", command = string.format(
-                'O:14:"App\\Jobs\\Query":1:{s:7:"seconds";s:%d:"%s";}', #s, s) }
-            fields.displayName = "App\\Jobs\\Query"
-            return H.payload(fields)
+            return H.class_payload("App\\Jobs\\Query", fields,
+                { { "seconds", string.format('s:%d:"%s";', #s, s) } })
         end
-        local workers = {}
-        after_each(function() for _, w in ipairs(workers) do w:stop() end end)
+        local workers = H.worker_set()
+        after_each(workers.stop_all)
         before_each(function() H.flush() end)
 
         local function start(args)
@@ -193,9 +164,7 @@ end }
                 "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
-            local w = H.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
-            workers[#workers + 1] = w
-            return w
+            return workers.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
         end
 
         it("runs 50 statements at once in one process, each on a connection of its own", function()

@@ -157,75 +157,43 @@ describe("the other failed-job stores", function()
 end)
 
 describe("jobs ending while the app's database is down", function()
-    local dir, port, socket, password
+    local server  -- H.mariadb()
 
     setup(function()
         handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING })
-        local f = io.popen("mktemp -d /tmp/luaworker-mariadb.XXXXXX")
-        dir = f:read("*l")
-        f:close()
-        f = io.popen("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_start "
-            .. H.quote(dir) .. " && echo $private_mariadb_port $private_mariadb_socket "
-            .. "$private_mariadb_password"))
-        local out = f:read("*a")
-        f:close()
-        port, socket, password = out:match("(%d+) (%S+) (%S+)")
-        assert(port, "MariaDB did not start: " .. out)
-        assert(os.execute("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot app -e "
-            .. H.quote("create table failed_jobs (id bigint unsigned auto_increment primary key, "
-            .. "uuid varchar(255) not null unique, connection text not null, queue text not null, "
-            .. "payload longtext not null, exception longtext not null, "
-            .. "failed_at timestamp not null default current_timestamp)")))
-        assert(os.execute("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot app -e "
-            .. H.quote("create table job_batches (id varchar(255) primary key, name varchar(255) not null, "
-            .. "total_jobs int not null, pending_jobs int not null, failed_jobs int not null, "
-            .. "failed_job_ids longtext not null, options mediumtext, cancelled_at int, "
-            .. "created_at int not null, finished_at int)")))
+        server = H.mariadb()
+        assert.are.equal("", server.root("create table failed_jobs (id bigint unsigned auto_increment "
+            .. "primary key, uuid varchar(255) not null unique, connection text not null, "
+            .. "queue text not null, payload longtext not null, exception longtext not null, "
+            .. "failed_at timestamp not null default current_timestamp)"))
+        assert.are.equal("", server.root("create table job_batches (id varchar(255) primary key, "
+            .. "name varchar(255) not null, total_jobs int not null, pending_jobs int not null, "
+            .. "failed_jobs int not null, failed_job_ids longtext not null, options mediumtext, "
+            .. "cancelled_at int, "
+            .. "created_at int not null, finished_at int)"))
     end)
-    teardown(function()
-        if dir then
-            os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
-                .. H.quote(dir)))
-            os.execute("rm -rf " .. H.quote(dir))
-        end
-    end)
+    teardown(function() if server then server.remove() end end)
 
-    local function db_env()
-        return { DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = port, DB_DATABASE = "app",
-            DB_USERNAME = "luaworker", DB_PASSWORD = password }
-    end
-
-    local function stop_db()
-        os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
-            .. H.quote(dir)))
-    end
-
-    local function start_db()
-        assert(os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_serve "
-            .. H.quote(dir) .. " " .. port)))
-    end
-
-    local function mariadb(sql)
-        local f = io.popen("mariadb --no-defaults -S " .. H.quote(socket) .. " -uroot -N app -e "
-            .. H.quote(sql) .. " 2>&1")
-        local out = f:read("*a")
-        f:close()
-        return out
+    -- A job that fails in a worker while the database is down; returns the job and
+    -- the worker, once the worker said it cannot record it.
+    local function fail_while_down()
+        H.flush()
+        local job = H.dispatch("Failing")[1]
+        server.stop()
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = server.env() })
+        H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
+            20, "the failed write")
+        return job, w
     end
 
     it("keeps the job reserved until its record is written, said once", function()
-        H.flush()
-        local job = H.dispatch("Failing")[1]
-        stop_db()
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = db_env() })
-        H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
-            20, "the failed write")
+        local job, w = fail_while_down()
         H.sleep(1.5)
         assert.are.equal(1, reserved_count())
-        assert.is_nil(w:stderr():find(password, 1, true))
-        start_db()
+        assert.is_nil(w:stderr():find(server.password, 1, true))
+        server.serve()
         H.wait_until(function() return reserved_count() == 0 end, 40, "the record")
-        assert.are.equal(job.uuid .. "\n", mariadb("select uuid from failed_jobs"))
+        assert.are.equal(job.uuid .. "\n", server.root("select uuid from failed_jobs"))
         local _, told = w:stderr():gsub("cannot record failed job", "")
         assert.are.equal(1, told)
         assert.matches("recorded failed job " .. job.uuid .. " in failed_jobs after all", w:stderr(), 1, true)
@@ -234,36 +202,31 @@ describe("jobs ending while the app's database is down", function()
     end)
 
     it("stops when told to while a failed record waits, leaving the job reserved", function()
-        H.flush()
-        local job = H.dispatch("Failing")[1]
-        stop_db()
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" }, { env = db_env() })
-        H.wait_until(function() return w:stderr():find("cannot record failed job " .. job.uuid, 1, true) end,
-            20, "the failed write")
+        local job, w = fail_while_down()
         w:kill("TERM")
         local ok, status = pcall(w.wait, w, 5)
-        start_db()
+        server.serve()
         assert.is_true(ok, "the worker did not stop")
         assert.are.equal(0, status)
         assert.are.equal(1, reserved_count())
-        assert.are.equal("", mariadb("select uuid from failed_jobs where uuid = '" .. job.uuid .. "'"))
+        assert.are.equal("", server.root("select uuid from failed_jobs where uuid = '" .. job.uuid .. "'"))
     end)
 
     it("keeps a batched job reserved until its batch's row is updated", function()
         H.flush()
         H.laravel_setup()
-        H.artisan({ "jobs:dispatch", "batch", '--args=[{"job":"Batched","args":[1]}]' }, db_env())
-        local id = mariadb("select id from job_batches"):match("%S+")
-        stop_db()
+        H.artisan({ "jobs:dispatch", "batch", '--args=[{"job":"Batched","args":[1]}]' }, server.env())
+        local id = server.root("select id from job_batches"):match("%S+")
+        server.stop()
         local batched = H.handlers({ ["App/Jobs/Batched.lua"] = "return { handle = function() end }" })
-        local w = H.spawn({ "work", "--handlers=" .. batched, "--sleep=0.05" }, { env = db_env() })
+        local w = H.spawn({ "work", "--handlers=" .. batched, "--sleep=0.05" }, { env = server.env() })
         H.wait_until(function() return w:stderr():find("cannot update batch " .. id, 1, true) end, 20,
             "the failed update")
         H.sleep(1.5)
         assert.are.equal(1, reserved_count())
-        start_db()
+        server.serve()
         H.wait_until(function() return reserved_count() == 0 end, 40, "the update")
-        assert.are.equal("1\t0\t1\n", mariadb("select total_jobs, pending_jobs, finished_at is not null "
+        assert.are.equal("1\t0\t1\n", server.root("select total_jobs, pending_jobs, finished_at is not null "
             .. "from job_batches where id = '" .. id .. "'"))
         local _, told = w:stderr():gsub("cannot update batch", "")
         assert.are.equal(1, told)

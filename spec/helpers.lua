@@ -207,6 +207,24 @@ end
 function Proc:stdout() return H.read_file(self.dir .. "/out") or "" end
 function Proc:stderr() return H.read_file(self.dir .. "/err") or "" end
 
+-- Workers a describe block starts with spawn(args, opts) (as H.spawn), each stopped
+-- by stop_all, which the block calls in its after_each.
+function H.worker_set()
+    local set = {}
+    function set.spawn(args, opts)
+        local w = H.spawn(args, opts)
+        set[#set + 1] = w
+        return w
+    end
+    function set.stop_all()
+        for i = #set, 1, -1 do
+            set[i]:stop()
+            set[i] = nil
+        end
+    end
+    return set
+end
+
 -- Stops a worker still running at the end of a spec.
 function Proc:stop()
     if not self:status() then
@@ -290,11 +308,16 @@ function H.payload(fields)
     return p
 end
 
--- A payload of job class `class` whose command has no properties, with overrides.
-function H.class_payload(class, fields)
+-- A payload of job class `class`, with overrides; its command has the properties
+-- (a list of {name, PHP-serialized value}, none when nil).
+function H.class_payload(class, fields, properties)
     fields = fields or {}
+    properties = properties or {}
+    local members = {}
+    for i, p in ipairs(properties) do members[i] = string.format('s:%d:"%s";%s', #p[1], p[1], p[2]) end
     fields.displayName = class
-    fields.data = { commandName = class, command = string.format('O:%d:"%s":0:{}', #class, class) }
+    fields.data = { commandName = class, command = string.format('O:%d:"%s":%d:{%s}', #class, class,
+        #properties, table.concat(members)) }
     return H.payload(fields)
 end
 
@@ -379,6 +402,48 @@ function H.spawn_artisan(args)
         end
     end
     return p
+end
+
+-- A private MariaDB (examples/private-mariadb.sh) in a directory of its own, with
+-- database "app" and user "luaworker": {port, socket, password, env(extra) (the DB_
+-- variables of its mysql connection, with extra), root(sql) (as root on the
+-- socket, in app; returns the output), stop() (at once, a crash as clients see it),
+-- serve() (again, on its port), remove() (stopped and thrown away)}.
+function H.mariadb()
+    local f = io.popen("mktemp -d /tmp/luaworker-mariadb.XXXXXX")
+    local db = { dir = f:read("*l") }
+    f:close()
+    local function script(call)
+        return "bash -c " .. quote(". " .. H.root .. "/examples/private-mariadb.sh && " .. call)
+    end
+    f = io.popen(script("private_mariadb_start " .. quote(db.dir) .. " && echo $private_mariadb_port "
+        .. "$private_mariadb_socket $private_mariadb_password"))
+    local out = f:read("*a")
+    f:close()
+    db.port, db.socket, db.password = out:match("(%d+) (%S+) (%S+)")
+    assert(db.port, "MariaDB did not start: " .. out .. (H.read_file(db.dir .. "/mariadb.log") or ""))
+    function db.env(extra)
+        local e = { DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = db.port,
+            DB_DATABASE = "app", DB_USERNAME = "luaworker", DB_PASSWORD = db.password }
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+    function db.root(sql)
+        local p = io.popen(string.format("mariadb --no-defaults -S %s -uroot -N app -e %s 2>&1",
+            quote(db.socket), quote(sql)))
+        local text = p:read("*a")
+        p:close()
+        return text
+    end
+    function db.stop() os.execute(script("private_mariadb_stop " .. quote(db.dir))) end
+    function db.serve()
+        assert(os.execute(script("private_mariadb_serve " .. quote(db.dir) .. " " .. db.port)))
+    end
+    function db.remove()
+        db.stop()
+        os.execute("rm -rf " .. quote(db.dir))
+    end
+    return db
 end
 
 local laravel_ready = false

@@ -204,23 +204,17 @@ return { handle = function(job, command)
 end }
 ]]
         local function http_job(ms, fields)
-            fields = fields or {}
-            fields.data = { commandName = "App\\Jobs\\Fetch", command = string.format(
-                'O:14:"App\\Jobs\\Fetch":1:{s:2:"ms";i:%d;}', ms) }
-            fields.displayName = "App\\Jobs\\Fetch"
-            return H.payload(fields)
+            return H.class_payload("App\\Jobs\\Fetch", fields, { { "ms", string.format("i:%d;", ms) } })
         end
-        local workers = {}
-        after_each(function() for _, w in ipairs(workers) do w:stop() end end)
+        local workers = H.worker_set()
+        after_each(workers.stop_all)
         before_each(function() H.flush() end)
 
         local function start(args)
             local handlers = H.handlers({ ["App/Jobs/Fetch.lua"] = (HANDLER:gsub("PORT", tostring(port))) })
             local full = { "work", "--handlers=" .. handlers, "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
-            local w = H.spawn(full)
-            workers[#workers + 1] = w
-            return w
+            return workers.spawn(full)
         end
 
         it("waits on 50 requests at once in one process", function()

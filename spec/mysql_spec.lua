@@ -3,57 +3,20 @@
 -- the user nobody, in a temporary directory), torn down at the end.
 local H = require "spec.helpers"
 
-local dir, port, socket, password
-
-local function start_server()
-    local f = io.popen("mktemp -d /tmp/luaworker-mariadb.XXXXXX")
-    dir = f:read("*l")
-    f:close()
-    f = io.popen("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_start "
-        .. H.quote(dir) .. " && echo $private_mariadb_port $private_mariadb_socket "
-        .. "$private_mariadb_password"))
-    local out = f:read("*a")
-    f:close()
-    port, socket, password = out:match("(%d+) (%S+) (%S+)")
-    assert(port, "MariaDB did not start: " .. out .. H.read_file(dir .. "/mariadb.log"))
-end
-
-local function stop_server()
-    if dir then
-        os.execute("bash -c " .. H.quote(". examples/private-mariadb.sh && private_mariadb_stop "
-            .. H.quote(dir)))
-        os.execute("rm -rf " .. H.quote(dir))
-    end
-end
-
-local function env(extra)
-    local e = { DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = port,
-        DB_DATABASE = "app", DB_USERNAME = "luaworker", DB_PASSWORD = password }
-    for k, v in pairs(extra or {}) do e[k] = v end
-    return e
-end
+local server  -- H.mariadb()
 
 -- Runs a Lua script inside luaworker with the server's settings; returns its output.
 local function run_lua(source, extra_env)
     local file = H.tmpdir() .. "/script.lua"
     H.write_file(file, source)
-    local r = H.run({ "lua", file }, { env = env(extra_env) })
+    local r = H.run({ "lua", file }, { env = server.env(extra_env) })
     assert.are.equal(0, r.status, r.stdout .. r.stderr)
     return r.stdout
 end
 
--- A statement as root on the server's socket, for the spec's own looks.
-local function as_root(sql)
-    local f = io.popen(string.format("mariadb --no-defaults -S %s -uroot -N -e %s 2>&1",
-        H.quote(socket), H.quote(sql)))
-    local out = f:read("*a")
-    f:close()
-    return out
-end
-
 describe("luaworker.db on MariaDB", function()
-    setup(start_server)
-    teardown(stop_server)
+    setup(function() server = H.mariadb() end)
+    teardown(function() if server then server.remove() end end)
 
     it("selects rows keyed by column, alike with and without bindings", function()
         local out = run_lua([[
@@ -77,7 +40,7 @@ end
     end)
 
     it("binds values as parameters of a prepared statement, never as SQL", function()
-        local before = as_root("show global status like 'Com_stmt_prepare'"):match("(%d+)")
+        local before = server.root("show global status like 'Com_stmt_prepare'"):match("(%d+)")
         local out = run_lua([[
 local db = require("luaworker").db()
 db:statement("create table t2 (v text)")
@@ -85,37 +48,11 @@ db:insert("insert into t2 (v) values (?)", { "x'); drop table t2; --" })
 print(db:select("select v from t2")[1].v)
 ]])
         assert.are.equal("x'); drop table t2; --\n", out)
-        local after = as_root("show global status like 'Com_stmt_prepare'"):match("(%d+)")
+        local after = server.root("show global status like 'Com_stmt_prepare'"):match("(%d+)")
         assert.are.equal(tonumber(before) + 1, tonumber(after))
     end)
 
-    it("returns the rows affected by update and delete", function()
-        local out = run_lua([[
-local db = require("luaworker").db()
-db:statement("create table t3 (n int)")
-for i = 1, 5 do db:insert("insert into t3 values (?)", { i }) end
-print(db:update("update t3 set n = n + 10 where n > ?", { 2 }), db:delete("delete from t3 where n > ?", { 12 }))
-]])
-        assert.are.equal("3\t3\n", out)
-    end)
-
-    it("commits a transaction, rolls it back when fn raises and raises again, on one connection", function()
-        local out = run_lua([[
-local db = require("luaworker").db()
-db:statement("create table t4 (v text) engine=InnoDB")
-print(db:transaction(function(d)
-    d:insert("insert into t4 values (?)", { "kept" })
-    return d:select("select connection_id() as c")[1].c == d:select("select connection_id() as c")[1].c
-end))
-local ok, err = pcall(db.transaction, db, function(d)
-    d:insert("insert into t4 values (?)", { "gone" })
-    error("boom", 0)
-end)
-print(ok, err)
-for _, r in ipairs(db:select("select v from t4")) do print(r.v) end
-]])
-        assert.are.equal("true\nfalse\tboom\nkept\n", out)
-    end)
+    require("spec.db_contract")(it, assert, run_lua, "connection_id()")
 
     it("raises QueryExceptions worded as PDO's, with the SQLSTATE and MySQL's error number", function()
         local out = run_lua([[
@@ -156,11 +93,12 @@ print(ok, err)
         assert.matches("^false\tIlluminate\\Database\\QueryException: SQLSTATE%[28000%] %[1045%] Access "
             .. "denied for user 'luaworker'@'localhost' %(using password: YES%)", out)
         assert.is_nil(out:find("wrong-secret-pw", 1, true))
-        assert.is_nil(out:find(password, 1, true))
+        assert.is_nil(out:find(server.password, 1, true))
     end)
 
     it("takes DATABASE_URL over the DB_ variables, for the mariadb connection name too", function()
-        local url = string.format("mariadb://luaworker:%s@127.0.0.1:%s/app", password, port)
+        local url = string.format("mariadb://luaworker:%s@127.0.0.1:%s/app", server.password,
+            server.port)
         local out = run_lua([[print(require("luaworker").db("mariadb"):select("select 7 as seven")[1].seven)]],
             { DATABASE_URL = url, DB_HOST = "192.0.2.1", DB_PASSWORD = "not-this" })
         assert.are.equal("7\n", out)
@@ -168,7 +106,7 @@ print(ok, err)
 
     it("reaches the server on DB_SOCKET", function()
         local out = run_lua([[print(require("luaworker").db():select("select 8 as eight")[1].eight)]],
-            { DB_SOCKET = socket, DB_HOST = "192.0.2.1" })
+            { DB_SOCKET = server.socket, DB_HOST = "192.0.2.1" })
         assert.are.equal("8\n", out)
     end)
 
@@ -176,7 +114,7 @@ print(ok, err)
         local out = run_lua([[
 local db = require("luaworker").db()
 local id = db:select("select connection_id() as c")[1].c
-os.execute("mariadb --no-defaults -S ]] .. socket .. [[ -uroot -e 'kill " .. id .. "'")
+os.execute("mariadb --no-defaults -S ]] .. server.socket .. [[ -uroot -e 'kill " .. id .. "'")
 local ok, err = pcall(db.select, db, "select 1")
 print(ok, err.message)
 print(db:select("select 2 as two")[1].two, db:select("select connection_id() as c")[1].c ~= id)
@@ -193,15 +131,12 @@ return { handle = function(job, command)
 end }
 ]]
         local function db_job(seconds, fields)
-            fields = fields or {}
             local s = tostring(seconds)
-            fields.data = { commandName = "App\\Jobs\\Query", command = string.format(
-                'O:14:"App\\Jobs\\Query":1:{s:7:"seconds";s:%d:"%s";}', #s, s) }
-            fields.displayName = "App\\Jobs\\Query"
-            return H.payload(fields)
+            return H.class_payload("App\\Jobs\\Query", fields,
+                { { "seconds", string.format('s:%d:"%s";', #s, s) } })
         end
-        local workers = {}
-        after_each(function() for _, w in ipairs(workers) do w:stop() end end)
+        local workers = H.worker_set()
+        after_each(workers.stop_all)
         before_each(function() H.flush() end)
 
         local function start(args)
@@ -209,9 +144,7 @@ end }
                 "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
-            local w = H.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
-            workers[#workers + 1] = w
-            return w
+            return workers.spawn(full, { env = server.env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
         end
 
         it("runs 50 statements at once in one process, each on a connection of its own", function()
@@ -234,7 +167,7 @@ end }
             H.wait_until(function() return w:stderr():match("ran past its timeout of 1s; it was "
                 .. "stopped where it waited; failed") end, 15, "the timeout")
             H.wait_until(function()
-                return as_root("select count(*) from information_schema.processlist where "
+                return server.root("select count(*) from information_schema.processlist where "
                     .. "info like '%sleep(%'  and id <> connection_id()"):match("^0") ~= nil
             end, 3, "the statement to end")
             w:kill("TERM")

@@ -16,17 +16,12 @@ local php = require "luaworker.php"
 
 local M = {}
 
-local function env(name)
-    local v = os.getenv(name)
-    if v == nil or v == "" then return nil end
-    return v
-end
-
--- config/queue.php's 'batching': the connection (DB_CONNECTION) and the table.
+-- config/queue.php's 'batching': the connection (DB_CONNECTION, luaworker.db's
+-- default) and the table.
 local TABLE = "job_batches"
 
 local function db()
-    return db_module.connection(env("DB_CONNECTION"))
+    return db_module.connection()
 end
 
 -- The batch id a command carries, or nil.

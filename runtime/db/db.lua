@@ -45,13 +45,18 @@ end
 local DRIVERS = { pgsql = "pgsql", mysql = "mysql", mariadb = "mysql", sqlite = "sqlite",
     sqlsrv = "sqlsrv" }
 
--- Raises the QueryException; lost: the connection failed (or could not be made),
--- as M.lost_connection tells.
-local function raise(state, message, sql, lost)
-    local e = require("luaworker").exception(QUERY_EXCEPTION, string.format(
-        "SQLSTATE[%s]: %s (SQL: %s)", state or "HY000", (message or ""):gsub("%s+$", ""), sql))
+-- Raise the QueryException "<text> (SQL: <sql>)", or with text
+-- "SQLSTATE[<state>]: <message>"; lost: the connection failed (or could not be
+-- made), as M.lost_connection tells.
+local function raise_text(text, sql, lost)
+    local e = require("luaworker").exception(QUERY_EXCEPTION, text .. " (SQL: " .. sql .. ")")
     if lost then e.lost_connection = true end
     error(e, 0)
+end
+
+local function raise(state, message, sql, lost)
+    raise_text(string.format("SQLSTATE[%s]: %s", state or "HY000", (message or ""):gsub("%s+$", "")),
+        sql, lost)
 end
 
 -- Whether err is a QueryException of a connection that failed or could not be made
@@ -294,10 +299,8 @@ drivers.mysql = {
         if not ok then
             if conn then host.mysql_close(conn) end
             -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
-            local e = require("luaworker").exception(QUERY_EXCEPTION, string.format(
-                "SQLSTATE[%s] [%d] %s (SQL: (connecting to %s))", state, errno, message, db.name))
-            e.lost_connection = true
-            error(e, 0)
+            raise_text(string.format("SQLSTATE[%s] [%d] %s", state, errno, message),
+                "(connecting to " .. db.name .. ")", true)
         end
         return conn
     end,
