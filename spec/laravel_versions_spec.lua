@@ -136,14 +136,14 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
     it("releases a unique job's lock under the key and owner rules of the version", function()
         local uniq = H.handlers({ ["App/Jobs/U.lua"] = "return { unique = true, handle = function() end }" })
         local PREFIX = "laravel_database_laravel_cache_laravel_unique_job:"
-        local function run(version, owner, display_name)
+        local function run(version, owner, display_name, context)
             local command = 'O:10:"App\\Jobs\\U":1:{s:8:"uniqueId";s:1:"7";}'
             if owner then
                 command = string.format('O:10:"App\\Jobs\\U":2:{s:8:"uniqueId";s:1:"7";'
                     .. 's:15:"uniqueLockOwner";s:%d:"%s";}', #owner, owner)
             end
             H.push(H.payload({ displayName = display_name or "Custom Name", data = { commandName = "App\\Jobs\\U",
-                command = command } }))
+                command = command }, ["illuminate:log:context"] = context }))
             local r = H.run({ "work", "--handlers=" .. uniq, "--stop-when-empty", "--sleep=0",
                 "--laravel=" .. version })
             assert.are.equal(0, r.status, r.stderr)
@@ -157,12 +157,34 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
         H.r("SET", by_class, "x")
         run("12.41")
         assert.are.same({ 1, 0 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name) })
-        -- 12.54+: a displayName of its own names the lock by a hash: left, said
+        -- 12.54+: a displayName of its own names the lock by its xxh128 hash, which
+        -- luaworker reads from the hidden Context Laravel 11.39+ pushes with the job
+        -- (InteractsWithUniqueJobs); the hash by PHP's own hash()
+        local f = io.popen([[php -r 'echo hash("xxh128", "Custom Name");']])
+        local hashed = f:read("*a")
+        f:close()
+        assert.matches("^%x+$", hashed)
+        local function s(v) return string.format('s:%d:"%s";', #v, v) end
+        local by_hash = PREFIX .. hashed .. ":7"
         H.r("SET", by_name, "x")
+        H.r("SET", by_hash, "owner-c")
+        run("12.54", nil, nil, { data = {}, hidden = {
+            laravel_unique_job_cache_store = s("redis"),
+            laravel_unique_job_key = s("laravel_unique_job:" .. hashed .. ":7"),
+            laravel_unique_job_lock_owner = s("owner-c") } })
+        assert.are.same({ 1, 1, 0 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name), H.r("EXISTS", by_hash) })
+        -- a payload without it (pushed before 11.39): left, said
+        H.r("SET", by_hash, "x")
         local r = run("12.54")
-        assert.are.same({ 1, 1 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name) })
+        assert.are.same({ 1, 1, 1 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name), H.r("EXISTS", by_hash) })
         assert.matches("cannot release the unique lock of Custom Name: Laravel 12.54+ names it by the "
             .. "xxh128 hash", r.stderr, 1, true)
+        -- 13.24+: the Context's owner when the command has none
+        H.r("SET", by_hash, "owner-d")
+        run("13.24", nil, nil, { data = {}, hidden = {
+            laravel_unique_job_key = s("laravel_unique_job:" .. hashed .. ":7"),
+            laravel_unique_job_lock_owner = s("owner-c") } })
+        assert.are.equal("owner-d", H.r("GET", by_hash))
         -- 13.24+: only while the job's owner holds it
         H.r("SET", by_class, "owner-b")
         run("13.24", "owner-a", "App\\Jobs\\U")

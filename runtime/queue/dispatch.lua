@@ -7,6 +7,8 @@ local queue = require "luaworker.queue"
 local php = require "luaworker.php"
 local payload_values = require "luaworker.payload"
 local settings = require "luaworker.settings"
+local log_context = require "luaworker.log_context"
+local task = require "luaworker.task"
 
 local M = {}
 
@@ -31,9 +33,15 @@ end
 -- retryUntil (left out for string jobs, as Laravel does), id, delay; data_text is
 -- JSON. The version luaworker speaks adds (Queue::createPayload): 12.11+ createdAt
 -- and delay (the dispatch delay, or null), 13.0+ deleteWhenMissingModels (object
--- jobs: fields.deleteWhenMissingModels).
+-- jobs: fields.deleteWhenMissingModels); 11.0+ the Context of the job running in
+-- the calling task, if any (luaworker.log_context).
 function M.payload_text(fields, data_text)
     local since_12_11 = settings.laravel_at_least(12, 11)
+    local context = ""
+    local running = task.current()
+    if running and running.job and settings.laravel_at_least(11, 0) then
+        context = log_context.member(running.job:log_context())
+    end
     return table.concat({
         '{"uuid":', encode(fields.uuid),
         ',"displayName":', encode(fields.displayName),
@@ -49,6 +57,7 @@ function M.payload_text(fields, data_text)
             or "",
         ',"data":', data_text,
         since_12_11 and string.format(',"createdAt":%d', host.now()) or "",
+        context,
         ',"id":', encode(fields.id),
         ',"attempts":0',
         since_12_11 and (',"delay":' .. ((fields.delay or 0) > 0 and string.format("%d", fields.delay)

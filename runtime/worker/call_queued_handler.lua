@@ -6,6 +6,7 @@
 local cjson = require "cjson"
 local redis = require "luaworker.redis"
 local php = require "luaworker.php"
+local log_context = require "luaworker.log_context"
 local batch = require "luaworker.batch"
 local handlers = require "luaworker.handlers"
 local dispatch = require "luaworker.dispatch"
@@ -80,15 +81,13 @@ end
 
 local xxh128_said = {}  -- display names whose lock was said to be left
 
--- UniqueLock::release: deletes the job's lock in the cache store (its lock
--- connection is the 'default' Redis connection, the queue's). The key is
--- laravel_unique_job: and the class and uniqueId (the handler's unique_id(command)
--- stands for a PHP uniqueId() method): 8-10 joined as they are, 11+ with ':'
--- between, 12.41+ with the job's displayName() for the class when it has its own
--- (display_name, the payload's, differs from the class; 12.54+ names such a lock
--- by a hash luaworker does not compute, and leaves it, saying so once). 13.24+: a job carrying
--- its lock's owner (uniqueLockOwner) deletes the key only while that owner holds it.
-function M.release_unique_lock(handler, command, display_name)
+-- The cache key of the job's lock (before the cache prefix): laravel_unique_job:
+-- and the class and uniqueId (the handler's unique_id(command) stands for a PHP
+-- uniqueId() method), 8-10 joined as they are, 11+ with ':' between, 12.41+ with
+-- the job's displayName() for the class when it has its own (display_name, the
+-- payload's, differs from the class); 12.54+ names such a lock by the xxh128 hash
+-- of it, which luaworker does not compute: nil then.
+local function lock_key(handler, command, display_name)
     local id
     if handler and type(handler.unique_id) == "function" then
         id = handler.unique_id(command)
@@ -97,22 +96,41 @@ function M.release_unique_lock(handler, command, display_name)
     end
     local name = php.class(command)
     if settings.laravel_at_least(12, 41) and type(display_name) == "string" and display_name ~= name then
-        if settings.laravel_at_least(12, 54) then
-            -- 12.54+ keys it by xxh128(displayName()), which luaworker does not compute
-            if not xxh128_said[display_name] then
-                xxh128_said[display_name] = true
-                output.error("cannot release the unique lock of " .. output.text(display_name)
-                    .. ": Laravel 12.54+ names it by the xxh128 hash of the job's displayName(), "
-                    .. "which luaworker does not compute; it ends when its uniqueFor runs out")
-            end
-            return
-        end
+        if settings.laravel_at_least(12, 54) then return nil end
         name = display_name
     end
     local separator = settings.laravel_at_least(11, 0) and ":" or ""
-    local key = settings.cache_prefix .. "laravel_unique_job:" .. name .. separator .. tostring(id or "")
+    return "laravel_unique_job:" .. name .. separator .. tostring(id or "")
+end
+
+-- UniqueLock::release: deletes the job's lock in the cache store (its lock
+-- connection is the 'default' Redis connection, the queue's). The key is the one
+-- Laravel 11.39+ recorded in the payload's hidden Context when it pushed the job
+-- (laravel_unique_job_key), else lock_key's; a lock luaworker cannot name is left
+-- to its uniqueFor, said once per name. 13.24+: a job carrying its lock's owner
+-- (uniqueLockOwner, or the Context's laravel_unique_job_lock_owner) deletes the
+-- key only while that owner holds it.
+function M.release_unique_lock(handler, command, job)
+    local context = job:log_context()
+    local key = log_context.get(context, "hidden", "laravel_unique_job_key")
+    if type(key) ~= "string" then key = lock_key(handler, command, job:display_name()) end
+    if not key then
+        local display_name = job:display_name()
+        if not xxh128_said[display_name] then
+            xxh128_said[display_name] = true
+            output.error("cannot release the unique lock of " .. output.text(display_name)
+                .. ": Laravel 12.54+ names it by the xxh128 hash of the job's displayName(), "
+                .. "which luaworker does not compute, and the payload does not carry it "
+                .. "(pushed by Laravel before 11.39?); it ends when its uniqueFor runs out")
+        end
+        return
+    end
+    key = settings.cache_prefix .. key
     local owner = value(command.uniqueLockOwner)
-    if settings.laravel_at_least(13, 24) and type(owner) == "string" then
+    if owner == nil or owner == "" then
+        owner = log_context.get(context, "hidden", "laravel_unique_job_lock_owner")
+    end
+    if settings.laravel_at_least(13, 24) and type(owner) == "string" and owner ~= "" then
         redis.script("queue", "release_lock", { key }, { owner })
     else
         redis.call("queue", "DEL", key)
@@ -169,11 +187,10 @@ function M.call(job)
         return
     end
     local unique = M.unique_mode(handler, command)
-    local display_name = job:display_name()
-    if unique == "until_processing" then M.release_unique_lock(handler, command, display_name) end
+    if unique == "until_processing" then M.release_unique_lock(handler, command, job) end
     handler.handle(job, command)
     if unique and unique ~= "until_processing" and not job:is_released() then
-        M.release_unique_lock(handler, command, display_name)
+        M.release_unique_lock(handler, command, job)
     end
     if not job:has_failed() and not job:is_released() then
         dispatch_next_in_chain(command)

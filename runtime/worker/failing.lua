@@ -90,7 +90,7 @@ function M.fail(job, err, trace)
         local mode = call_queued_handler.unique_mode(handler, command)
         if mode and mode ~= "until_processing" then
             local ok, _, utrace = task.run(call_queued_handler.release_unique_lock, handler, command,
-                job:display_name())
+                job)
             if not ok then output.error("cannot release the unique lock: " .. utrace, job) end
         end
     end

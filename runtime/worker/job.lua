@@ -5,6 +5,7 @@ local queue = require "luaworker.queue"
 local payload_values = require "luaworker.payload"
 local settings = require "luaworker.settings"
 local failing = require "luaworker.failing"
+local log_context = require "luaworker.log_context"
 
 local value = payload_values.value
 
@@ -25,6 +26,7 @@ function M.new(q, raw, reserved, payload)
         _deleted = false,
         _released = false,
         _failed = false,
+        _context = false,
     }, Job)
 end
 
@@ -80,6 +82,39 @@ function Job:batch()
     local command = require("luaworker.call_queued_handler").command_of(self)
     local id = require("luaworker.batch").id_of(command)
     return id and require("luaworker.batch").find(id) or nil
+end
+
+-- Laravel 11+'s Context as the payload brought it (luaworker.log_context), with
+-- what the handler added since: what the jobs it dispatches carry on.
+function Job:log_context()
+    local context = self._context
+    if not context then
+        context = log_context.of(self._payload)
+        self._context = context
+    end
+    return context
+end
+
+-- The value of a Context key (Context::get), unserialized; without a key, every
+-- value by key (Context::all).
+function Job:context(key)
+    if key == nil then return log_context.all(self:log_context(), "data") end
+    return log_context.get(self:log_context(), "data", key)
+end
+
+-- The value of a hidden Context key (Context::getHidden); without a key, all.
+function Job:hidden_context(key)
+    if key == nil then return log_context.all(self:log_context(), "hidden") end
+    return log_context.get(self:log_context(), "hidden", key)
+end
+
+-- Context::add / addHidden for the jobs this one dispatches from now on.
+function Job:add_context(key, v)
+    log_context.set(self:log_context(), "data", key, v)
+end
+
+function Job:add_hidden_context(key, v)
+    log_context.set(self:log_context(), "hidden", key, v)
 end
 
 function Job:is_deleted() return self._deleted end
