@@ -320,13 +320,17 @@ static int l_host_allow_waits(lua_State *L)
     return 0;
 }
 
-/* host.signals() -> quit, paused, reload: whether a stop signal arrived, whether
+/* host.signals() -> quit, paused, reload: the stop signal that arrived (its number)
+ * or false, whether
  * USR2 paused the worker (and CONT has not resumed it), whether HUP asked for a
  * reload. */
 static int l_host_signals(lua_State *L)
 {
     struct host *h = host_of(L);
-    lua_pushboolean(L, h->quit);
+    if (h->quit)
+        lua_pushinteger(L, h->quit);
+    else
+        lua_pushboolean(L, 0);
     lua_pushboolean(L, h->paused);
     lua_pushboolean(L, h->reload);
     return 3;

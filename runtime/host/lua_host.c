@@ -114,7 +114,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
         h->reload = 1;
         break;
     default:
-        h->quit = 1;
+        h->quit = w->signum;
     }
     if (h->wake)
         h->wake(h);

@@ -70,7 +70,7 @@ struct host {
 
     /* signals (lua_host) */
     ev_signal signals[SIGNALS_COUNT];
-    volatile int quit;              /* TERM, INT or QUIT arrived */
+    volatile int quit;              /* the TERM, INT or QUIT that arrived, or 0 */
     volatile int paused;            /* USR2 arrived, CONT not yet */
     volatile int reload;            /* HUP arrived: end after the current job */
     void (*wake)(struct host *h);   /* called after a signal: ends the current wait */

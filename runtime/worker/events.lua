@@ -21,6 +21,13 @@ M.NAMES = {
     attempted = "JobAttempted",
     timed_out = "JobTimedOut",
     stopping = "WorkerStopping",
+    released = "JobReleased",
+    idle = "WorkerIdle",
+    interrupted = "WorkerInterrupted",
+    pausing = "WorkerPausing",
+    resuming = "WorkerResuming",
+    queue_paused = "WorkerQueuePaused",
+    queue_resumed = "WorkerQueueResumed",
 }
 
 local listeners = {}

@@ -26,14 +26,26 @@ local function iso_timestamp()
         .. offset:sub(1, 3) .. ":" .. offset:sub(4, 5)
 end
 
-local function write_json(fields)
-    local t = {}
-    for k, v in pairs(fields) do
-        if v ~= nil and v ~= "" then t[k] = v end
+-- PHP's array_filter: what PHP takes for false is left out.
+local function falsy(v)
+    return v == nil or v == false or v == "" or v == "0" or v == 0
+end
+
+-- One JSON line of the keys in order (a list) with their values in fields, as
+-- WorkCommand's json_encode(array_filter([...])) writes it.
+local function write_json(keys, fields)
+    local parts = {}
+    for _, k in ipairs(keys) do
+        local v = fields[k]
+        if not falsy(v) then parts[#parts + 1] = cjson.encode(k) .. ":" .. cjson.encode(v) end
     end
-    io.stdout:write(cjson.encode(t), "\n")
+    io.stdout:write("{", table.concat(parts, ","), "}\n")
     io.stdout:flush()
 end
+
+local JOB_KEYS = { "level", "id", "uuid", "connection", "queue", "job", "status", "result",
+    "attempts", "exception", "message", "timestamp", "duration" }
+local QUEUE_KEYS = { "level", "queue", "status", "timestamp" }
 
 -- s (any value) with its control characters as \xNN (C0 and DEL; C1 as \u00NN):
 -- payload values (displayName, id, uuid) cannot split or forge a log line, nor
@@ -69,7 +81,7 @@ function M.job(status, job, exception, duration)
             result = job:is_deleted() and "deleted" or job:is_released() and "released"
                 or job:has_failed() and "failed" or nil
         end
-        write_json({
+        write_json(JOB_KEYS, {
             level = LEVEL[status] or "warning",
             id = job:id(),
             uuid = job:uuid(),
@@ -93,6 +105,19 @@ function M.job(status, job, exception, duration)
     else return end
     io.stdout:write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
         M.text(job:name()), "\n" }))
+    io.stdout:flush()
+end
+
+-- Worker::raisePausedQueueEvents's line (Laravel 13.26+): queue q was found paused
+-- (status "paused") or no longer paused ("resumed").
+function M.queue_status(q, status)
+    if quiet then return end
+    if json_mode then
+        write_json(QUEUE_KEYS, { level = "warning", queue = q, status = status,
+            timestamp = iso_timestamp() })
+        return
+    end
+    io.stdout:write(table.concat({ "[", now_text(), "] Queue ", M.text(q), " ", status, "\n" }))
     io.stdout:flush()
 end
 

@@ -123,6 +123,7 @@ local function run_job(job, started)
     if not job:is_deleted() then call_queued_handler.call(job) end
     events.fire("after", job)
     output.job("success", job, nil, host.clock() - started)
+    if job:is_released() and not job:is_deleted() then events.fire("released", job) end
 end
 
 -- Worker::process for one job, in a task of its own (luaworker.in_flight keeps its

@@ -97,16 +97,29 @@ local function truthy(v)
     return v ~= nil and v ~= false and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
 end
 
+local was_paused = {}  -- queue -> whether it was paused when last looked at
+
 -- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
 -- holds a true value (PHP-serialized) while the queue is paused; from 13.25 on,
--- illuminate:queues:paused (`queue:pause --all`) pauses every queue.
+-- illuminate:queues:paused (`queue:pause --all`) pauses every queue. A queue found
+-- paused, or no longer, is announced (WorkerQueuePaused / WorkerQueueResumed).
 function M.paused(q)
     if not settings.laravel_at_least(12, 40) then return false end
     local key = settings.cache_prefix .. "illuminate:queue:paused:" .. settings.connection_name
         .. ":" .. q
-    if not settings.laravel_at_least(13, 25) then return truthy(redis.call("cache", "GET", key)) end
-    local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
-    return truthy(values[1]) or truthy(values[2])
+    local paused
+    if settings.laravel_at_least(13, 25) then
+        local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
+        paused = truthy(values[1]) or truthy(values[2])
+    else
+        paused = truthy(redis.call("cache", "GET", key))
+    end
+    if paused ~= (was_paused[q] or false) then
+        was_paused[q] = paused
+        output.queue_status(q, paused and "paused" or "resumed")
+        events.fire_safely(paused and "queue_paused" or "queue_resumed", nil, nil, { queue = q })
+    end
+    return paused
 end
 
 -- The Unix second q's due jobs were last moved (see pop), or nil.

@@ -96,7 +96,10 @@ end
 
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
     local quit, _, reload = host.signals()
-    if quit then return EXIT_OK, "interrupted" end
+    if quit then
+        events.fire_safely("interrupted", nil, nil, { signal = quit, queue = options.queue_list })
+        return EXIT_OK, "interrupted"
+    end
     if reload then return EXIT_OK, "reload" end
     -- memory is read at most 20 times a second, the restart key at most once a
     -- second (Laravel: both after every job)
@@ -270,8 +273,13 @@ function M.run(cli, cfg)
     end
 
     local start_time, jobs_processed = host.clock(), 0
+    local was_paused = false
     while true do
         local _, paused = host.signals()
+        if paused ~= was_paused then
+            was_paused = paused
+            events.fire_safely(paused and "pausing" or "resuming", nil, nil, { queue = options.queue_list })
+        end
         if down_for_maintenance() or paused
             or events.fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
             give_back(reservations.settle)
@@ -291,8 +299,11 @@ function M.run(cli, cfg)
                 jobs_processed = jobs_processed + 1
                 in_flight.run(job)
                 if options.rest > 0 then host.sleep(options.rest, true) end
-            elseif not options.stop_when_empty then
-                guarded("error while waiting for a job", idle.wait, queues)
+            else
+                events.fire_safely("idle", nil, nil, { queue = options.queue_list })
+                if not options.stop_when_empty then
+                    guarded("error while waiting for a job", idle.wait, queues)
+                end
             end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
             if status then return stop(status, reason) end
