@@ -87,8 +87,8 @@ static int check_work_options(const struct cli *cli)
     /* the failed-job stores of runtime/queue/failed_jobs.lua */
     const char *failed = getenv("QUEUE_FAILED_DRIVER");
     if (failed && *failed && strcmp(failed, "database-uuids") && strcmp(failed, "database") &&
-        strcmp(failed, "null") && strcmp(failed, "luaworker-redis")) {
-        fprintf(stderr, "luaworker: QUEUE_FAILED_DRIVER=%s: expected database-uuids, database, null "
+        strcmp(failed, "file") && strcmp(failed, "null") && strcmp(failed, "luaworker-redis")) {
+        fprintf(stderr, "luaworker: QUEUE_FAILED_DRIVER=%s: expected database-uuids, database, file, null "
                 "or luaworker-redis\n", failed);
         return -1;
     }

@@ -2,6 +2,7 @@
 
 #include <lauxlib.h>
 
+#include "host/host_file.h"
 #include "host/host_heartbeat.h"
 #include "host/host_http.h"
 #include "host/host_mysql.h"
@@ -16,7 +17,7 @@
 static const luaL_Reg *const units[] = {
     host_redis_functions, host_wait_functions, host_heartbeat_functions,
     host_slot_functions, host_system_functions, host_http_functions, host_pg_functions,
-    host_mysql_functions, host_sqlite_functions,
+    host_mysql_functions, host_sqlite_functions, host_file_functions,
 };
 
 static int luaopen_host(lua_State *L)

@@ -10,6 +10,10 @@
 --   database        the same without uuid (DatabaseFailedJobProvider): the id is
 --                   the row's id.
 --   null            failed jobs are not recorded (NullFailedJobProvider).
+--   file            (10.10+; before, Laravel takes it for database) a JSON file,
+--                   storage/framework/cache/failed-jobs.json beside --env-file
+--                   (LUAWORKER_FAILED_PATH names another), the newest 100
+--                   (LUAWORKER_FAILED_LIMIT) failed jobs (luaworker.failed_jobs_file).
 --   luaworker-redis luaworker's own store in the queue connection's Redis (queue.lua).
 -- Unset, it is database-uuids when DB_CONNECTION is set (an app's .env sets it),
 -- else luaworker-redis. LUAWORKER_FAILED_TABLE names another table (config/queue.php's
@@ -24,6 +28,7 @@
 -- forget(id) -> whether it was there; flush() -> how many went; retry(id, record,
 -- now) pushes it back onto its queue (attempts 0, as queue:retry) and forgets it.
 local queue = require "luaworker.queue"
+local settings_of = require "luaworker.settings"
 
 local M = {}
 
@@ -33,7 +38,14 @@ local function env(name)
     return v
 end
 
-M.DRIVERS = { ["database-uuids"] = true, database = true, null = true, ["luaworker-redis"] = true }
+M.DRIVERS = { ["database-uuids"] = true, database = true, null = true, ["luaworker-redis"] = true,
+    file = true }
+
+-- The app's directory (that of --env-file), or nil.
+local function app_dir()
+    local env_file = settings_of.options and settings_of.options.env_file
+    return env_file and (env_file:match("^(.*)/[^/]*$") or ".")
+end
 
 -- The driver and table the settings choose; raises naming QUEUE_FAILED_DRIVER when
 -- it is not one luaworker has.
@@ -41,14 +53,31 @@ function M.settings()
     local driver = env("QUEUE_FAILED_DRIVER")
         or (env("DB_CONNECTION") and "database-uuids" or "luaworker-redis")
     if not M.DRIVERS[driver] then
-        error("QUEUE_FAILED_DRIVER=" .. driver .. ": expected database-uuids, database, null or "
+        error("QUEUE_FAILED_DRIVER=" .. driver .. ": expected database-uuids, database, file, null or "
             .. "luaworker-redis", 0)
     end
+    if driver == "file" and not settings_of.laravel_at_least(10, 10) then driver = "database" end
     local tbl = env("LUAWORKER_FAILED_TABLE") or "failed_jobs"
     if not tbl:match("^[%a_][%w_]*$") then
         error("LUAWORKER_FAILED_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
     end
-    return { driver = driver, connection = env("DB_CONNECTION"), table = tbl }
+    local s = { driver = driver, connection = env("DB_CONNECTION"), table = tbl }
+    if driver == "file" then
+        local dir = app_dir()
+        s.path = env("LUAWORKER_FAILED_PATH")
+            or (dir and dir .. "/storage/framework/cache/failed-jobs.json")
+        if not s.path then
+            error("QUEUE_FAILED_DRIVER=file: the failed-jobs file is in the app's storage, found "
+                .. "beside --env-file; give --env-file or LUAWORKER_FAILED_PATH", 0)
+        end
+        s.cache_dir = (dir or ".") .. "/storage/framework/cache/data"
+        local limit = env("LUAWORKER_FAILED_LIMIT") or "100"
+        s.limit = tonumber(limit:match("^%d+$") or "")
+        if not s.limit or s.limit < 1 then
+            error("LUAWORKER_FAILED_LIMIT=" .. limit .. ": expected a whole number of records, 1 or more", 0)
+        end
+    end
+    return s
 end
 
 -- luaworker's Redis store ---------------------------------------------------------
@@ -193,6 +222,8 @@ function M.store()
         chosen = redis_store
     elseif s.driver == "null" then
         chosen = null_store
+    elseif s.driver == "file" then
+        chosen = require("luaworker.failed_jobs_file").new(s)
     else
         chosen = database_store(s)
     end

@@ -1,0 +1,229 @@
+-- luaworker.failed_jobs_file: Laravel 10.10+'s `file` failed-job store
+-- (FileFailedJobProvider): a JSON file, storage/framework/cache/failed-jobs.json
+-- beside the app's .env by default, holding the newest `limit` (100) failed jobs,
+-- newest first, each {id (the payload's uuid), connection, queue, payload,
+-- exception, failed_at, failed_at_timestamp}, written pretty-printed as PHP's
+-- json_encode(JSON_PRETTY_PRINT) does. Every change is made holding the lock PHP
+-- takes, the file cache store's lock "laravel-failed-jobs" (12.36+:
+-- "file-store-lock:laravel-failed-jobs"; 5 seconds, waited for up to 10), so
+-- luaworker's processes and PHP's (queue:work, queue:forget, queue:retry) never
+-- write over each other's records. The file is replaced whole (written beside it,
+-- then renamed): a reader never sees half of it.
+--
+-- A store as failed_jobs.lua describes: log, all, find, forget, flush, retry.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local php = require "luaworker.php"
+local queue = require "luaworker.queue"
+local settings = require "luaworker.settings"
+
+local M = {}
+
+local LOCK_SECONDS, LOCK_WAIT, LOCK_RETRY = 5, 10, 0.25
+
+local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
+
+-- s with what is not UTF-8 replaced by '?', as mb_convert_encoding does: PHP
+-- cannot encode (and so would lose) a file with such bytes in it.
+local function utf8(s)
+    if not s:find("[\128-\255]") then return s end
+    local out, i, n = {}, 1, #s
+    while i <= n do
+        local c = s:byte(i)
+        local len = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2 or (c >= 0xE0 and c <= 0xEF) and 3
+            or (c >= 0xF0 and c <= 0xF4) and 4 or 0
+        local ok = len > 0 and i + len - 1 <= n
+        for k = 1, len - 1 do
+            local b = ok and s:byte(i + k)
+            if not b or b < 0x80 or b > 0xBF then ok = false end
+        end
+        if ok and len == 3 then
+            local b = s:byte(i + 1)
+            ok = not (c == 0xE0 and b < 0xA0) and not (c == 0xED and b > 0x9F)
+        elseif ok and len == 4 then
+            local b = s:byte(i + 1)
+            ok = not (c == 0xF0 and b < 0x90) and not (c == 0xF4 and b > 0x8F)
+        end
+        if ok then
+            out[#out + 1] = s:sub(i, i + len - 1)
+            i = i + len
+        else
+            out[#out + 1] = "?"
+            i = i + 1
+        end
+    end
+    return table.concat(out)
+end
+
+local KEYS = { "id", "connection", "queue", "payload", "exception", "failed_at", "failed_at_timestamp" }
+local KNOWN = {}
+for _, k in ipairs(KEYS) do KNOWN[k] = true end
+
+-- The records as PHP's json_encode($jobs, JSON_PRETTY_PRINT) writes them: four
+-- spaces a level, "key": value. A record's keys in the provider's order, any other
+-- key (written by a newer Laravel) after them.
+local function pretty(records)
+    if #records == 0 then return "[]" end
+    local out = { "[\n" }
+    for i, r in ipairs(records) do
+        local keys = {}
+        for _, k in ipairs(KEYS) do
+            if r[k] ~= nil then keys[#keys + 1] = k end
+        end
+        local extra = {}
+        for k in pairs(r) do
+            if type(k) == "string" and not KNOWN[k] then extra[#extra + 1] = k end
+        end
+        table.sort(extra)
+        for _, k in ipairs(extra) do keys[#keys + 1] = k end
+        out[#out + 1] = "    {\n"
+        for j, k in ipairs(keys) do
+            out[#out + 1] = "        " .. encode(k) .. ": " .. encode(r[k]) .. (j < #keys and ",\n" or "\n")
+        end
+        out[#out + 1] = i < #records and "    },\n" or "    }\n"
+    end
+    out[#out + 1] = "]"
+    return table.concat(out)
+end
+
+function M.new(s)
+    local path, limit = s.path, s.limit
+    local store = { name = "file" }
+
+    -- FileFailedJobProvider::read: the records, or none when the file is missing,
+    -- empty or not a JSON array.
+    local function read()
+        local f = io.open(path, "rb")
+        if not f then return {} end
+        local text = f:read("*a")
+        f:close()
+        local ok, records = pcall(cjson.decode, text)
+        if not ok or type(records) ~= "table" then return {} end
+        local list = {}
+        for _, r in ipairs(records) do
+            if type(r) == "table" then list[#list + 1] = r end
+        end
+        return list
+    end
+
+    local function write(records)
+        local ok, err = host.write_file(path, pretty(records))
+        if not ok then error("cannot record failed jobs in " .. path .. ": " .. err, 0) end
+    end
+
+    -- The cache file of the lock (FileStore::path: sha1 of the key, under two
+    -- levels of its first hex pairs).
+    local function lock_path()
+        local name = settings.laravel_at_least(12, 36) and "file-store-lock:laravel-failed-jobs"
+            or "laravel-failed-jobs"
+        local hash = host.sha1(name)
+        return s.cache_dir .. "/" .. hash:sub(1, 2) .. "/" .. hash:sub(3, 4) .. "/" .. hash
+    end
+
+    -- Runs fn() holding the lock (Lock::block(10)): tried every 250 ms; raises when
+    -- it is not had in 10 s. Released after only while still ours (CacheLock).
+    local function locked(fn)
+        local file = lock_path()
+        local owner = php.serialize(host.random_id(16))
+        local deadline = host.clock() + LOCK_WAIT
+        while true do
+            local added, err = host.cache_add(file, host.now() + LOCK_SECONDS, owner)
+            if added == nil then error("cannot lock the failed jobs: " .. err, 0) end
+            if added then break end
+            if host.clock() >= deadline then
+                error("cannot lock the failed jobs: the lock laravel-failed-jobs (" .. file
+                    .. ") was held for " .. LOCK_WAIT .. " s", 0)
+            end
+            require("luaworker").sleep(LOCK_RETRY)
+        end
+        local ok, a, b = pcall(fn)
+        local f = io.open(file, "rb")
+        if f then
+            local content = f:read("*a")
+            f:close()
+            if content:sub(11) == owner then os.remove(file) end
+        end
+        if not ok then error(a, 0) end
+        return a, b
+    end
+
+    -- The record first, then the reservation goes (failed_jobs.lua): a lock or a
+    -- file that cannot be had is waited out, the job kept reserved meanwhile.
+    function store.log(q, reserved_copy, r)
+        local output = require "luaworker.output"
+        local payload = utf8(r.payload)
+        require("luaworker.db").wait_out(function()
+            locked(function()
+                local records = read()
+                for _, old in ipairs(records) do
+                    -- written before a crash: not twice
+                    if old.id == r.uuid and old.payload == payload then return end
+                end
+                table.insert(records, 1, { id = r.uuid, connection = r.connection, queue = q,
+                    payload = payload, exception = utf8(r.exception), failed_at = r.failed_at,
+                    failed_at_timestamp = r.now })
+                for i = #records, limit + 1, -1 do records[i] = nil end
+                write(records)
+            end)
+        end, function() return true end, function(err)
+            output.error("cannot record failed job " .. r.uuid .. " (" .. tostring(err)
+                .. "); the job stays reserved until it is recorded, tried again every 30 s at most")
+        end, function()
+            output.error("recorded failed job " .. r.uuid .. " in " .. path .. " after all")
+        end)
+        queue.delete_reserved(q, reserved_copy)
+        return r.uuid
+    end
+
+    local function record(r)
+        return { id = tostring(r.id), connection = r.connection, queue = r.queue,
+            payload = r.payload, exception = r.exception, failed_at = r.failed_at }
+    end
+
+    function store.all()
+        local records = {}
+        for i, r in ipairs(read()) do records[i] = record(r) end
+        return records
+    end
+
+    function store.find(id)
+        for _, r in ipairs(read()) do
+            if r.id == id then return record(r) end
+        end
+        return nil
+    end
+
+    function store.forget(id)
+        return locked(function()
+            local records, kept = read(), {}
+            for _, r in ipairs(records) do
+                if r.id ~= id then kept[#kept + 1] = r end
+            end
+            write(kept)
+            return #kept ~= #records
+        end)
+    end
+
+    function store.flush()
+        return locked(function()
+            local records, kept, now = read(), {}, host.now()
+            for _, r in ipairs(records) do
+                -- what has no timestamp goes too (PHP: null <= now)
+                local at = tonumber(r.failed_at_timestamp)
+                if at and at > now then kept[#kept + 1] = r end
+            end
+            write(kept)
+            return #records - #kept
+        end)
+    end
+
+    function store.retry(id, r, now)
+        if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
+        store.forget(id)
+        return true
+    end
+
+    return store
+end
+
+return M
