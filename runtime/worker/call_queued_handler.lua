@@ -137,6 +137,54 @@ function M.release_unique_lock(handler, command, job)
     end
 end
 
+-- The ModelNotFoundException Eloquent raises for class and ids (one or a list).
+function M.model_not_found_exception(class, ids)
+    local luaworker = require "luaworker"
+    if type(ids) ~= "table" then ids = ids == nil and {} or { ids } end
+    local parts = {}
+    for i, id in ipairs(ids) do parts[i] = tostring(value(id)) end
+    return luaworker.exception("Illuminate\\Database\\Eloquent\\ModelNotFoundException",
+        "No query results for model [" .. tostring(class) .. "]"
+            .. (#parts > 0 and (" " .. table.concat(parts, ", ")) or "."))
+end
+
+-- Whether the job is deleted when its models are missing: 13.0+ the payload's
+-- deleteWhenMissingModels; before, the class's property, which the handler's
+-- delete_when_missing_models stands for (PHP's class defaults are not in the
+-- payload), else the command's own (serialized by Laravel before 9.4).
+local function deletes_when_missing_models(job, handler, command)
+    if settings.laravel_at_least(13, 0) then
+        return value(job:payload().deleteWhenMissingModels) == true
+    end
+    if handler and handler.delete_when_missing_models ~= nil then
+        return handler.delete_when_missing_models == true
+    end
+    return type(command) == "table" and value(command.deleteWhenMissingModels) == true
+end
+
+-- CallQueuedHandler::handleModelNotFound, for a handler that found the models its
+-- command names gone (job:model_not_found): 11.39+ the unique lock the payload's
+-- Context names is released; then the job is deleted when it deletes when models
+-- are missing (12.51+ counted a success of its batch), else failed with
+-- ModelNotFoundException. Neither runs the next job of its chain.
+function M.handle_model_not_found(job, class, ids)
+    local exception = M.model_not_found_exception(class, ids)
+    job.models_missing = true
+    local handler = handlers.resolve(job:payload())
+    local command = M.command_of(job)
+    if settings.laravel_at_least(11, 39) and type(command) == "table"
+        and log_context.get(job:log_context(), "hidden", "laravel_unique_job_key") then
+        M.release_unique_lock(handler, command, job)
+    end
+    if deletes_when_missing_models(job, handler, command) then
+        local batch_id = settings.laravel_at_least(12, 51) and batch.id_of(command)
+        if batch_id then batch.record_successful_job(batch_id, tostring(job:uuid()), job) end
+        job:delete()
+        return
+    end
+    job:fail(exception)
+end
+
 -- Queueable::dispatchNextJobInChain: the first chained job, carrying the rest,
 -- dispatched on the chain's connection and queue unless it names its own.
 local function dispatch_next_in_chain(command)
@@ -189,6 +237,7 @@ function M.call(job)
     local unique = M.unique_mode(handler, command)
     if unique == "until_processing" then M.release_unique_lock(handler, command, job) end
     handler.handle(job, command)
+    if job.models_missing then return end
     if unique and unique ~= "until_processing" and not job:is_released() then
         M.release_unique_lock(handler, command, job)
     end

@@ -146,6 +146,17 @@ function Job:fail(err)
     failing.fail(self, err)
 end
 
+-- The models the job's command names are gone (a handler's equivalent of
+-- Laravel failing to restore them): the job is deleted when it deletes when
+-- models are missing, else failed with ModelNotFoundException ("No query results
+-- for model [class] ids"). The handler returns after.
+function Job:model_not_found(class, ids)
+    if type(class) ~= "string" or class == "" then
+        error("job:model_not_found(class, ids): expected the model's class name, got " .. tostring(class), 2)
+    end
+    require("luaworker.call_queued_handler").handle_model_not_found(self, class, ids)
+end
+
 -- Marks the job failed without side effects (the worker's fail does the rest).
 function Job:mark_as_failed()
     self._failed = true
