@@ -14,12 +14,7 @@ return { handle = function(job, command)
 end }
 ]]
 
-local function sqlite(sql)
-    local f = io.popen("sqlite3 -separator '|' " .. H.quote(APP_DB) .. " " .. H.quote(sql))
-    local out = f:read("*a")
-    f:close()
-    return out
-end
+local function sqlite(sql) return H.sqlite(APP_DB, sql) end
 
 -- The batch's row, its failed_job_ids with each uuid replaced by the job's number.
 local function row(numbers)

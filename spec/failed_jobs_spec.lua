@@ -9,12 +9,7 @@ local APP_DB = H.root .. "/examples/laravel/database/database.sqlite"
 local FAILING = [[return { handle = function(_, command) error("lua says no: " .. command.message) end }]]
 local handlers
 
-local function sqlite(file, sql)
-    local f = io.popen("sqlite3 -separator '|' " .. H.quote(file) .. " " .. H.quote(sql))
-    local out = f:read("*a")
-    f:close()
-    return out
-end
+local sqlite = H.sqlite
 
 local function work(args, env)
     local full = { "work", "--handlers=" .. handlers, "--once", "--sleep=0" }

@@ -291,6 +291,14 @@ function Server:r(cmd, ...)
     return f(self.conn, ...)
 end
 
+-- What the sqlite3 shell prints for sql on the database file (columns joined by '|').
+function H.sqlite(file, sql)
+    local f = io.popen("sqlite3 -separator '|' " .. H.quote(file) .. " " .. H.quote(sql))
+    local out = f:read("*a")
+    f:close()
+    return out
+end
+
 -- A Laravel-format payload (8.83 field set) for a job class, with overrides.
 function H.payload(fields)
     local p = {

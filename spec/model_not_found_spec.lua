@@ -70,12 +70,7 @@ describe("a job whose models are missing", function()
 
     it("counts a success of its batch when deleted, from 12.51 on", function()
         local db = H.tmpdir() .. "/app.sqlite"
-        local function sqlite(sql)
-            local f = io.popen("sqlite3 " .. H.quote(db) .. " " .. H.quote(sql))
-            local out = f:read("*a")
-            f:close()
-            return out
-        end
+        local function sqlite(sql) return H.sqlite(db, sql) end
         sqlite("create table job_batches (id varchar primary key, name varchar, total_jobs integer, "
             .. "pending_jobs integer, failed_jobs integer, failed_job_ids text, options text, "
             .. "cancelled_at integer, created_at integer, finished_at integer); "

@@ -203,12 +203,6 @@ local function database_store(s)
         return db():delete("delete from " .. tbl)
     end
 
-    function store.retry(id, r, now)
-        if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
-        store.forget(id)
-        return true
-    end
-
     return store
 end
 
@@ -226,6 +220,15 @@ function M.store()
         chosen = require("luaworker.failed_jobs_file").new(s)
     else
         chosen = database_store(s)
+    end
+    if not chosen.retry then
+        -- as queue:retry: the record's payload pushed back (attempts 0), then forgotten
+        local store = chosen
+        function store.retry(id, r, now)
+            if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
+            store.forget(id)
+            return true
+        end
     end
     return chosen
 end

@@ -10,7 +10,8 @@
 -- write over each other's records. The file is replaced whole (written beside it,
 -- then renamed): a reader never sees half of it.
 --
--- A store as failed_jobs.lua describes: log, all, find, forget, flush, retry.
+-- A store as failed_jobs.lua describes: log, all, find, forget, flush (retry is
+-- failed_jobs.lua's, by payload).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local php = require "luaworker.php"
@@ -215,12 +216,6 @@ function M.new(s)
             write(kept)
             return #records - #kept
         end)
-    end
-
-    function store.retry(id, r, now)
-        if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
-        store.forget(id)
-        return true
     end
 
     return store
