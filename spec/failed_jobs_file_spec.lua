@@ -126,6 +126,15 @@ describe("the file failed-job store", function()
         assert.are.equal("[]", H.read_file(file))
     end)
 
+    it("leaves a payload the pop cannot use in luaworker's Redis store, and says how to see it", function()
+        H.r("RPUSH", (H.keys()), "{not json")
+        local r = work()
+        assert.matches("kept as failed job [%w%-]+ %(see QUEUE_FAILED_DRIVER=luaworker%-redis luaworker failed%)",
+            r.stderr)
+        local listed = H.run({ "failed", env_file }, { env = { QUEUE_FAILED_DRIVER = "luaworker-redis" } })
+        assert.matches("(not JSON)", listed.stdout, 1, true)
+    end)
+
     it("is the database store before Laravel 10.10, as Laravel takes it", function()
         failing("x")
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--laravel=10.9", env_file },

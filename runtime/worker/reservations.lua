@@ -136,10 +136,12 @@ function M.report_send_errors()
     end
 end
 
--- Logs a payload the pop moved to the failed store (scripts/pop.lua).
+-- Logs a payload the pop moved to luaworker's Redis failed store (scripts/pop.lua),
+-- saying how to see it when the app's failed jobs are kept elsewhere.
 local function report_unusable(q, problem, record_id)
-    output.error(string.format("queue %s: %s; kept as failed job %s (see luaworker failed)",
-        q, problem, record_id))
+    local store = require("luaworker.failed_jobs").store().name
+    output.error(string.format("queue %s: %s; kept as failed job %s (see %sluaworker failed)",
+        q, problem, record_id, store == "luaworker-redis" and "" or "QUEUE_FAILED_DRIVER=luaworker-redis "))
 end
 
 -- The arguments of a pop of up to count jobs of q (queue.pop), numbering its jobs.
