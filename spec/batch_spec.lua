@@ -132,6 +132,24 @@ print(pcall(luaworker.dispatch, "App\\Jobs\\Batched", { n = 3 }, { batch = "no-s
             .. "failed_job_ids from job_batches"))
     end)
 
+    it("run a cancelled batch's jobs, as Laravel does, unless the handler skips them as "
+        .. "SkipIfBatchCancelled does (counted as successes)", function()
+        dispatch("batch", 2, {})
+        sqlite("update job_batches set cancelled_at = 1")
+        luaworker_run()
+        assert.are.equal(2, H.r("LLEN", "spec:seen"))
+        sqlite("delete from job_batches")
+        H.flush()
+        dispatch("batch", 2, {})
+        sqlite("update job_batches set cancelled_at = 1")
+        local saved = handlers
+        handlers = H.handlers({ ["App/Jobs/Batched.lua"] = BATCHED:gsub("return {", "return { skip_if_batch_cancelled = true,") })
+        luaworker_run()
+        handlers = saved
+        assert.are.equal(0, H.r("LLEN", "spec:seen"))
+        assert.are.equal("0|1\n", sqlite("select pending_jobs, finished_at is not null from job_batches"))
+    end)
+
     it("say once per batch that its PHP callbacks are not run", function()
         dispatch("batch-callbacks", 3, { [2] = true })
         local r = luaworker_run()

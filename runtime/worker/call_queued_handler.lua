@@ -217,6 +217,15 @@ local function dispatch_next_in_chain(command)
     dispatch.push_command(nxt, value(nxt.queue) or settings.config.default_queue, delay)
 end
 
+-- Whether the command's batch is cancelled: the SkipIfBatchCancelled middleware
+-- (Laravel 10+), which a handler asks for with skip_if_batch_cancelled = true,
+-- skips such a job's handle; the job then counts as a success of its batch.
+local function batch_cancelled(command)
+    local id = batch.id_of(command)
+    local row = id and batch.find(id)
+    return row ~= nil and row.cancelled == true
+end
+
 -- Runs the job's handler: CallQueuedHandler::call for object jobs, the class's
 -- method for string jobs. Raises what the handler raises.
 function M.call(job)
@@ -236,7 +245,9 @@ function M.call(job)
     end
     local unique = M.unique_mode(handler, command)
     if unique == "until_processing" then M.release_unique_lock(handler, command, job) end
-    handler.handle(job, command)
+    if not (handler.skip_if_batch_cancelled and batch_cancelled(command)) then
+        handler.handle(job, command)
+    end
     if job.models_missing then return end
     if unique and unique ~= "until_processing" and not job:is_released() then
         M.release_unique_lock(handler, command, job)
