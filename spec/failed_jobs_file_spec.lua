@@ -135,6 +135,18 @@ describe("the file failed-job store", function()
         assert.matches("(not JSON)", listed.stdout, 1, true)
     end)
 
+    it("stops the worker at start with status 2 when it has no file to use", function()
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=11" },
+            { env = { QUEUE_FAILED_DRIVER = "file" } })
+        assert.are.equal(2, r.status)
+        assert.matches("QUEUE_FAILED_DRIVER=file: the failed-jobs file is in the app's storage, found beside "
+            .. "--env-file; give --env-file or LUAWORKER_FAILED_PATH", r.stderr, 1, true)
+        r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=11", env_file },
+            { env = { LUAWORKER_FAILED_LIMIT = "many" } })
+        assert.are.equal(2, r.status)
+        assert.matches("LUAWORKER_FAILED_LIMIT=many: expected a whole number", r.stderr, 1, true)
+    end)
+
     it("is the database store before Laravel 10.10, as Laravel takes it", function()
         failing("x")
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--laravel=10.9", env_file },

@@ -139,7 +139,7 @@ end
 -- Logs a payload the pop moved to luaworker's Redis failed store (scripts/pop.lua),
 -- saying how to see it when the app's failed jobs are kept elsewhere.
 local function report_unusable(q, problem, record_id)
-    local store = require("luaworker.failed_jobs").store().name
+    local store = require("luaworker.failed_jobs").settings().driver
     output.error(string.format("queue %s: %s; kept as failed job %s (see %sluaworker failed)",
         q, problem, record_id, store == "luaworker-redis" and "" or "QUEUE_FAILED_DRIVER=luaworker-redis "))
 end

@@ -239,6 +239,12 @@ function M.run(cli, cfg)
         output.error("--handlers=" .. options.handlers .. ": no such directory")
         return 2
     end
+    -- the failed-job store's settings (its driver's name was checked by main.c)
+    local store_ok, store_err = pcall(require("luaworker.failed_jobs").settings)
+    if not store_ok then
+        output.error("cannot start: " .. tostring(store_err))
+        return 2
+    end
 
     -- run_init returns true or nil, message; task.run gives false, error, traceback
     local ok, inited, why = task.run(handlers.run_init)
