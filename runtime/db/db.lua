@@ -342,11 +342,8 @@ drivers.sqlite = {
         local u = database_url()
         local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
         if not path then
-            local options = require("luaworker.settings").options
-            local env_file = options and options.env_file
-            if env_file then
-                path = (env_file:match("^(.*)/[^/]*$") or ".") .. "/database/database.sqlite"
-            end
+            local app = require("luaworker.settings").app_dir()
+            if app then path = app .. "/database/database.sqlite" end
         end
         if not path then
             error("luaworker.db: the sqlite connection needs DB_DATABASE (the database file), or "

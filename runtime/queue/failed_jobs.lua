@@ -41,12 +41,6 @@ end
 M.DRIVERS = { ["database-uuids"] = true, database = true, null = true, ["luaworker-redis"] = true,
     file = true }
 
--- The app's directory (that of --env-file), or nil.
-local function app_dir()
-    local env_file = settings_of.options and settings_of.options.env_file
-    return env_file and (env_file:match("^(.*)/[^/]*$") or ".")
-end
-
 -- The driver and table the settings choose; raises naming QUEUE_FAILED_DRIVER when
 -- it is not one luaworker has.
 function M.settings()
@@ -63,7 +57,7 @@ function M.settings()
     end
     local s = { driver = driver, connection = env("DB_CONNECTION"), table = tbl }
     if driver == "file" then
-        local dir = app_dir()
+        local dir = settings_of.app_dir()
         s.path = env("LUAWORKER_FAILED_PATH")
             or (dir and dir .. "/storage/framework/cache/failed-jobs.json")
         if not s.path then

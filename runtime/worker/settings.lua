@@ -17,6 +17,13 @@ function M.giving_up()
     return M.stopping or quit or reload
 end
 
+-- The app's directory, the one of --env-file (where Laravel's base path is), or nil
+-- without --env-file.
+function M.app_dir()
+    local env_file = M.options and M.options.env_file
+    return env_file and (env_file:match("^(.*)/[^/]*$") or ".")
+end
+
 -- Whether the Laravel version luaworker speaks (--laravel, or the app's) is at least
 -- major.minor: a behaviour that version brought applies.
 function M.laravel_at_least(major, minor)

@@ -207,9 +207,8 @@ local function prepare(cli, cfg)
     options.concurrency = options.concurrency or tonumber(os.getenv("LUAWORKER_CONCURRENCY")) or 1
     in_flight.configure(options.concurrency)
     luaworker.connection_name = settings.connection_name
-    if options.env_file then
-        down_file = (options.env_file:match("^(.*)/[^/]*$") or ".") .. "/storage/framework/down"
-    end
+    local app = settings.app_dir()
+    if app then down_file = app .. "/storage/framework/down" end
     handlers.set_dir(options.handlers)
     handlers.add_to_package_path()
     handler_env.install()
