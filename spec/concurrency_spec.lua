@@ -20,6 +20,9 @@ return {
         elseif command.action == "spin" then
             local n = 0
             while true do n = n + 1 end
+        elseif command.action == "huge" then
+            local ok, err = pcall(luaworker.redis, "GET", "spec:huge")
+            luaworker.redis("RPUSH", "spec:huge_error", tostring(ok), err.kind, err.message)
         end
         luaworker.redis("SADD", "spec:clients", luaworker.redis("CLIENT", "ID"))
         luaworker.redis("DECR", "spec:now")
@@ -156,6 +159,22 @@ describe("luaworker work --concurrency", function()
         assert.is_nil(w:stderr():match("was killed"))
         local _, _, reserved = H.keys()
         assert.are.equal(0, H.r("ZCARD", reserved))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("fails only the call whose Redis reply does not fit under --memory-limit: the jobs beside it "
+        .. "go on in the same process", function()
+        H.r("SETRANGE", "spec:huge", 80 * 1048576 - 1, "x")
+        H.push(spec_job("huge", "huge"))
+        for i = 1, 3 do H.push(spec_job("o" .. i, "sleep", 1)) end
+        local w = start({ "--concurrency=4", "--memory-limit=64" })
+        H.wait_until(function() return #finished() == 4 end, 15, "the jobs")
+        local e = H.r("LRANGE", "spec:huge_error", 0, -1)
+        assert.are.same({ "false", "memory", "a result of 80.0 MB does not fit under --memory-limit=64 (MB; "
+            .. "the worker's Lua heap holds " }, { e[1], e[2], e[3]:match("^.*holds ") })
+        assert.are.equal(1, H.r("SCARD", "spec:clients"))
+        assert.are.equal(1, #H.children(w.pid))
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)

@@ -159,9 +159,20 @@ end }
         after_each(workers.stop_all)
         before_each(function() H.flush() end)
 
+        -- a result of 100 MB, caught; then a statement on the same pool
+        local BIG = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local ok, err = pcall(function()
+        return luaworker.db():select("select n || repeat('x', 1000000) as x from generate_series(1, 100) n")
+    end)
+    luaworker.redis("RPUSH", "spec:big", tostring(ok), tostring(err))
+    luaworker.redis("RPUSH", "spec:big", luaworker.db():select("select 7 as n")[1].n)
+end }
+]]
         local function start(args)
-            local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER }),
-                "--sleep=0.05" }
+            local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER,
+                ["App/Jobs/Big.lua"] = BIG }), "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
             return workers.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
@@ -177,6 +188,25 @@ end }
             for _ in pairs(backends) do n = n + 1 end
             assert.are.equal(50, n)
             assert.are.equal(1, #H.children(w.pid))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("fails only the statement whose result does not fit under --memory-limit: the "
+            .. "jobs beside it finish in the same process", function()
+            for _ = 1, 3 do H.push(db_job(1)) end
+            H.push(H.class_payload("App\\Jobs\\Big"))
+            local w = start({ "--concurrency=4", "--memory-limit=64" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 3 and H.r("LLEN", "spec:big") == 3 end,
+                30, "the 4 jobs")
+            local big = H.r("LRANGE", "spec:big", 0, -1)
+            assert.are.equal("false", big[1])
+            assert.matches("^Illuminate\\Database\\QueryException: a result of 95%.4 MB does not fit under "
+                .. "%-%-memory%-limit=64 %(MB; the worker's Lua heap holds [%d.]+ MB%) %(SQL: select n || repeat",
+                big[2])
+            assert.are.equal("7", big[3])
+            assert.are.equal(1, #H.children(w.pid))
+            assert.is_nil(w:stderr():find("internal error", 1, true))
             w:kill("TERM")
             assert.are.equal(0, w:wait())
         end)
@@ -250,5 +280,29 @@ lw.db():insert("insert into items (name) values (?)", { "mine" })
 print(#lw.db():select("select * from items"), ticks > 10)
 ]])
         assert.are.equal("2\ttrue\n", out)
+    end)
+
+    it("fails the statement whose rows do not fit under --memory-limit, its statement ended", function()
+        local handlers = H.handlers({ ["App/Jobs/Big.lua"] = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local db = luaworker.db()
+    local ok, err = pcall(db.select, db, "with recursive c(n) as (select 1 union all select n + 1 "
+        .. "from c where n < 100) select printf('%d%.*c', n, 1000000, 'x') as x from c")
+    print(ok, err)
+    -- the statement was finalized: the database can be written
+    db:insert("insert into items (name) values (?)", { "after" })
+    print(#db:select("select * from items where name = 'after'"))
+end }
+]] })
+        H.flush()
+        H.push(H.class_payload("App\\Jobs\\Big"))
+        local r = H.run({ "work", "--once", "--memory-limit=64", "--handlers=" .. handlers },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file } })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("false\tIlluminate\\Database\\QueryException: a result of more than [%d.]+ MB does "
+            .. "not fit under %-%-memory%-limit=64 %(MB; the worker's Lua heap holds [%d.]+ MB%) %(SQL: with "
+            .. "recursive", r.stdout)
+        assert.matches("\n1\n", r.stdout)
     end)
 end)

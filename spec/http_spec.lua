@@ -199,6 +199,11 @@ end
         local HANDLER = [[
 local luaworker = require "luaworker"
 return { handle = function(job, command)
+    if command.bytes then
+        local ok, err = pcall(luaworker.http.get, "http://127.0.0.1:PORT/big?bytes=" .. command.bytes)
+        luaworker.redis("RPUSH", "spec:big", tostring(ok), tostring(err))
+        error(err)
+    end
     local r = luaworker.http.get("http://127.0.0.1:PORT/delay?ms=" .. command.ms)
     luaworker.redis("RPUSH", "spec:done", r.body)
 end }
@@ -224,6 +229,28 @@ end }
             -- the server had all 50 waiting at once
             assert.is_true(stats().most_delaying >= 50)
             assert.are.equal(1, #H.children(w.pid))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("fails only the job whose response does not fit under --memory-limit: the jobs "
+            .. "beside it finish in the same process", function()
+            for _ = 1, 3 do H.push(http_job(1500)) end
+            H.push(H.class_payload("App\\Jobs\\Fetch", nil, { { "bytes", "i:100000000;" } }))
+            local w = start({ "--concurrency=4", "--memory-limit=64" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 3 end, 30, "the 3 jobs")
+            -- the handler caught the error: an exception naming the size and the limit
+            local big = H.r("LRANGE", "spec:big", 0, -1)
+            assert.are.equal("false", big[1])
+            assert.matches("^Illuminate\\Http\\Client\\ConnectionException: a result of 95%.4 MB does "
+                .. "not fit under %-%-memory%-limit=64 %(MB; the worker's Lua heap holds [%d.]+ MB%) for "
+                .. "http://127.0.0.1:%d+/big$", big[2])
+            H.wait_until(function() return H.r("ZCARD", H.prefix .. "luaworker:failed_jobs") == 1 end, 10,
+                "the job's failed record")
+            local pids = H.children(w.pid)
+            assert.are.equal(1, #pids)
+            assert.is_nil(w:stderr():find("internal error", 1, true))
+            assert.is_nil(w:stderr():find("worker 1 (pid", 1, true))
             w:kill("TERM")
             assert.are.equal(0, w:wait())
         end)

@@ -222,6 +222,7 @@ drivers.pgsql = {
         for i = 1, n do params[i] = parameter(bindings[i], i) end
         local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
         if not ok then
+            if kind == "memory" then raise_text(a, sql) end
             if kind == "connection" then
                 host.pg_close(conn)
                 raise(CONNECTION_FAILURE, a, sql, true)
@@ -314,6 +315,7 @@ drivers.mysql = {
         for i = 1, n do params[i] = mysql_binding(bindings[i], i) end
         local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
         if not ok then
+            if kind == "memory" then raise_text(a, sql) end
             if kind == "connection" then host.mysql_close(conn) end
             raise_mysql(a, b, errno, sql, kind == "connection")
         end
@@ -371,8 +373,9 @@ drivers.sqlite = {
         end
         local wait = SQLITE_WAIT_FIRST
         while true do
-            local ok, a, b = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
+            local ok, a, b, kind = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
             if ok then return a, b end
+            if kind == "memory" then raise_text(a, sql) end
             if not SQLITE_BUSY[b] then raise("HY000", "General error: " .. b .. " " .. a, sql) end
             host.sleep(wait)
             wait = math.min(wait * 2, SQLITE_WAIT_MAX)

@@ -29,6 +29,15 @@ static int push_response(lua_State *L, void *data)
     return 4;
 }
 
+static int push_too_big(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    return 2;
+}
+
+static const struct host_pusher response_pusher = { push_response, push_too_big };
+
 static void on_done(void *data, const struct http_response *r)
 {
     struct host_waiter *w = data;
@@ -39,7 +48,7 @@ static void on_done(void *data, const struct http_response *r)
     if (h->closing || h->finished)
         return;
     struct done_result d = { r };
-    host_resume_with(h, ticket, push_response, &d);
+    host_resume_with(h, ticket, &response_pusher, &d, r->error ? 0 : r->headers_len + r->body_len);
 }
 
 static void cancel_request(struct host_waiter *w)

@@ -148,6 +148,20 @@ static int push_outcome(lua_State *L, void *data)
     return 5;
 }
 
+/* (false, message, "HY000", "memory", 2008): a result that does not fit under
+ * --memory-limit (2008: CR_OUT_OF_MEMORY). */
+static int push_too_big(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    lua_pushliteral(L, "HY000");
+    lua_pushliteral(L, "memory");
+    lua_pushinteger(L, 2008);
+    return 5;
+}
+
+static const struct host_pusher outcome_pusher = { push_outcome, push_too_big };
+
 /* Client errors (CR_*, 2000-2999) and the server's "connection killed / shutting
  * down" mean the connection cannot go on. */
 static int is_connection_error(unsigned int e)
@@ -187,7 +201,7 @@ static void finish(struct my_conn *c, struct outcome *o)
         host_waiter_unlink(w);
         host_waiter_give(w);
         if (!h->closing && !h->finished)
-            host_resume_with(h, ticket, push_outcome, o);  /* c may be gone after it */
+            host_resume_with(h, ticket, &outcome_pusher, o, 0);  /* c may be gone after it */
     }
     if (o->stmt)
         o->my->stmt_close(o->stmt);

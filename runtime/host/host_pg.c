@@ -134,6 +134,31 @@ static int push_outcome(lua_State *L, void *data)
     return 3;
 }
 
+/* (false, message, nil, "memory"): a result that does not fit under --memory-limit. */
+static int push_too_big(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    lua_pushnil(L);
+    lua_pushliteral(L, "memory");
+    return 4;
+}
+
+static const struct host_pusher outcome_pusher = { push_outcome, push_too_big };
+
+/* The bytes of a result's values. */
+static size_t result_bytes(const struct pg_api *pq, const PGresult *r)
+{
+    size_t n = 0;
+    if (!r)
+        return 0;
+    int rows = pq->ntuples(r), cols = pq->nfields(r);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            n += (size_t)pq->getlength(r, i, j);
+    return n;
+}
+
 /* Ends the wait under way (resuming its task) with the statement's result, or the
  * end of the connection's set-up, or a connection's failure (error). */
 static void finish_wait(struct pg_conn *c, const char *error)
@@ -150,7 +175,7 @@ static void finish_wait(struct pg_conn *c, const char *error)
         host_waiter_unlink(w);
         host_waiter_give(w);
         if (!h->closing && !h->finished)
-            host_resume_with(h, ticket, push_outcome, &o);
+            host_resume_with(h, ticket, &outcome_pusher, &o, result_bytes(o.pq, o.result));
     }
     if (o.result)
         o.pq->clear(o.result);

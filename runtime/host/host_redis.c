@@ -74,13 +74,38 @@ static int push_result_of(lua_State *L, void *data)
     return push_result(L, r->reply, r->lost, r->loss);
 }
 
+/* (false, message, "memory"): a reply that does not fit under --memory-limit. */
+static int push_too_big(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    lua_pushliteral(L, "memory");
+    return 3;
+}
+
+static const struct host_pusher result_pusher = { push_result_of, push_too_big };
+
+/* The bytes of a reply's strings. */
+static size_t reply_bytes(const redisReply *r)
+{
+    if (!r)
+        return 0;
+    if (r->type == REDIS_REPLY_ARRAY) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->elements; i++)
+            n += reply_bytes(r->element[i]);
+        return n;
+    }
+    return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ? r->len : 0;
+}
+
 void host_redis_resume_ticket(struct host *h, double ticket, const redisReply *reply,
                               const char *lost, enum redis_conn_loss loss)
 {
     if (h->closing || h->finished)
         return;
     struct result r = { reply, lost, loss };
-    host_resume_with(h, ticket, push_result_of, &r);
+    host_resume_with(h, ticket, &result_pusher, &r, reply_bytes(reply));
 }
 
 /* A command's reply (data: its waiter), for the task waiting for its ticket. */
@@ -283,11 +308,28 @@ static int push_deferred_result(lua_State *L, void *data)
     return 1;
 }
 
-/* Keeps a deferred call's result table for a later host.collect. Returns 0. */
-static int store_deferred_result(lua_State *L, void *data)
+/* {ok=false, message=, kind="memory"}: a reply that does not fit under
+ * --memory-limit. Returns 1. */
+static int push_deferred_too_big(lua_State *L, const char *message)
+{
+    lua_createtable(L, 0, 3);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "ok");
+    lua_pushstring(L, message);
+    lua_setfield(L, -2, "message");
+    lua_pushliteral(L, "memory");
+    lua_setfield(L, -2, "kind");
+    return 1;
+}
+
+static const struct host_pusher deferred_pusher = { push_deferred_result, push_deferred_too_big };
+
+/* Keeps a deferred call's result table (the count values on top: 1) for a later
+ * host.collect. Returns 0. */
+static int store_deferred_result(lua_State *L, int count, void *data)
 {
     struct deferred_result *d = data;
-    push_deferred_result(L, d);
+    (void)count;
     push_deferred(L, d->h);
     lua_insert(L, -2);
     lua_rawseti(L, -2, (int)d->id);
@@ -308,8 +350,9 @@ static void on_deferred(void *data, const redisReply *reply, const char *lost,
         return;
     if (h->collecting == d.id) {
         h->collecting = 0;
-        host_resume_with(h, HOST_COLLECT_TICKET, push_deferred_result, &d);
-    } else if (host_protected(h, store_deferred_result, &d) != 0) {
+        host_resume_with(h, HOST_COLLECT_TICKET, &deferred_pusher, &d, reply_bytes(reply));
+    } else if (host_keep_result(h, &deferred_pusher, &d, reply_bytes(reply),
+                                store_deferred_result) != 0) {
         host_fail(h, "cannot keep a reply for Lua");
     }
 }

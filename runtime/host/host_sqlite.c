@@ -144,12 +144,43 @@ static int bind(lua_State *L, sqlite3_stmt *s, int i, int idx)
     }
 }
 
+/* A statement's run: its rows are pushed in a protected call (step_rows), so that
+ * a result that does not fit under --memory-limit still finalizes the statement. */
+struct run {
+    sqlite3_stmt *s;
+    int rc;
+};
+
+/* [-0, +1]: the statement's rows as a list; rc the last step's result. */
+static int step_rows(lua_State *L)
+{
+    struct run *r = lua_touserdata(L, 1);
+    lua_newtable(L);
+    int rows = 0;
+    while (r->rc == SQLITE_OK || r->rc == SQLITE_ROW) {
+        r->rc = r->s ? sq.step(r->s) : SQLITE_DONE;
+        if (r->rc != SQLITE_ROW)
+            break;
+        int cols = sq.column_count(r->s);
+        lua_createtable(L, 0, cols);
+        for (int i = 0; i < cols; i++) {
+            push_column(L, r->s, i);
+            lua_setfield(L, -2, sq.column_name(r->s, i));
+        }
+        lua_rawseti(L, -2, ++rows);
+    }
+    return 1;
+}
+
 /* host.sqlite_query(database, sql, n, bindings...) -> true, rows, changes | false,
- * message, code: runs one statement in place (it blocks the loop while SQLite
+ * message, code | false, message, nil, "memory" (the rows do not fit under
+ * --memory-limit): runs one statement in place (it blocks the loop while SQLite
  * works, and while it waits for another process's lock, up to the busy timeout).
- * A binding: false for NULL, true (1), a number, a string. */
+ * A binding: false for NULL, true (1), a number, a string; n must be the
+ * statement's count of placeholders (luaworker.db checks). */
 static int l_host_sqlite_query(lua_State *L)
 {
+    struct host *h = host_of(L);
     sqlite3 *db = *check_db(L);
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
@@ -162,19 +193,29 @@ static int l_host_sqlite_query(lua_State *L)
     }
     for (int i = 0; rc == SQLITE_OK && s && i < n; i++)
         rc = bind(L, s, i + 1, 4 + i);
-    lua_newtable(L);
-    int rows = 0;
-    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-        rc = s ? sq.step(s) : SQLITE_DONE;
-        if (rc != SQLITE_ROW)
-            break;
-        int cols = sq.column_count(s);
-        lua_createtable(L, 0, cols);
-        for (int i = 0; i < cols; i++) {
-            push_column(L, s, i);
-            lua_setfield(L, -2, sq.column_name(s, i));
-        }
-        lua_rawseti(L, -2, ++rows);
+    struct run r = { s, rc };
+    size_t before = h->heap_used;
+    lua_pushcfunction(L, step_rows);
+    lua_pushlightuserdata(L, &r);
+    int status = lua_pcall(L, 1, 1, 0);
+    rc = r.rc;
+    if (status != 0) {
+        if (s)
+            sq.finalize(s);
+        if (status != LUA_ERRMEM)
+            return lua_error(L);
+        lua_pop(L, 1);
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        char message[200];
+        snprintf(message, sizeof message, "a result of more than %.1f MB does not fit under "
+                 "--memory-limit=%zu (MB; the worker's Lua heap holds %.1f MB)",
+                 (double)(h->heap_refused > before ? h->heap_refused - before : 0) / 1048576.0,
+                 h->heap_limit >> 20, (double)h->heap_used / 1048576.0);
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, message);
+        lua_pushnil(L);
+        lua_pushliteral(L, "memory");
+        return 4;
     }
     if (rc != SQLITE_DONE) {
         lua_pushboolean(L, 0);

@@ -137,9 +137,12 @@ static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     struct host *h = ud;
     size_t old = ptr ? osize : 0;
     if (h->heap_limit && nsize > old) {
-        size_t cap = h->heap_over ? h->heap_limit + HOST_HEAP_GRACE : h->heap_limit;
-        if ((h->heap_used > old ? h->heap_used - old : 0) + nsize > cap) {
+        size_t cap = h->heap_over && !h->heap_strict ? h->heap_limit + HOST_HEAP_GRACE
+                                                      : h->heap_limit;
+        size_t would = (h->heap_used > old ? h->heap_used - old : 0) + nsize;
+        if (would > cap) {
             h->heap_over = 1;
+            h->heap_refused = would;
             return NULL;
         }
     }
@@ -330,6 +333,8 @@ struct protected_call {
     void *data;
     int moved;   /* values moved to the main coroutine (host_resume_with) */
     int resume;
+    int (*store)(lua_State *L, int count, void *data);  /* keeps them instead */
+    void *store_data;
 };
 
 static int protected_trampoline(lua_State *L)
@@ -337,7 +342,9 @@ static int protected_trampoline(lua_State *L)
     struct protected_call *c = lua_touserdata(L, 1);
     lua_pop(L, 1);
     int n = c->fn(L, c->data);
-    if (c->resume) {
+    if (c->store) {
+        c->store(L, n, c->store_data);
+    } else if (c->resume) {
         lua_xmove(L, c->h->co, n);   /* no allocation that can collect garbage */
         c->moved = n;
     }
@@ -374,19 +381,95 @@ void host_fail(struct host *h, const char *what)
 
 int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *data)
 {
-    struct protected_call c = { h, fn, data, 0, 0 };
+    struct protected_call c = { h, fn, data, 0, 0, NULL, NULL };
     return run_protected(&c);
 }
 
-void host_resume_with(struct host *h, double ticket, int (*push)(lua_State *L, void *data),
-                      void *data)
+static int collect_garbage(lua_State *L)
 {
-    struct protected_call c = { h, push, data, 0, 1 };
-    if (run_protected(&c) != 0) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return 0;
+}
+
+/* A result's failure values for a task: too_big with its message. */
+struct too_big {
+    int (*push)(lua_State *L, const char *message);
+    char message[200];
+};
+
+static int push_too_big(lua_State *L, void *data)
+{
+    struct too_big *t = data;
+    return t->push(L, t->message);
+}
+
+/* Hands c's result over (c->fn is p->push): without the heap's grace, a second
+ * time after a full collection when it did not fit, and as p->too_big's failure
+ * when it does not fit then either (or bytes alone are over the limit). Returns
+ * 0, or -1 when not even that could be handed over (reported). */
+static int hand_over(struct host *h, struct protected_call *c, const struct host_pusher *p,
+                     size_t bytes)
+{
+    size_t before = h->heap_used, needed = bytes;
+    if (!h->heap_limit || bytes <= h->heap_limit) {
+        h->heap_strict = 1;
+        for (int memory_failures = 0;;) {
+            int status = lua_cpcall(h->L, protected_trampoline, c);
+            if (status == 0) {
+                h->heap_strict = 0;
+                return 0;
+            }
+            if (status != LUA_ERRMEM) {
+                /* a __gc finalizer that raised: each runs once, the next try gets further */
+                const char *msg = lua_tostring(h->L, -1);
+                fprintf(stderr, "luaworker: error while handing a result to Lua (a __gc "
+                        "finalizer that raised): %s\n", msg ? msg : "(not a string)");
+            }
+            lua_pop(h->L, 1);
+            if (status == LUA_ERRMEM) {
+                if (h->heap_refused > before && h->heap_refused - before > needed)
+                    needed = h->heap_refused - before;
+                if (++memory_failures == 2)
+                    break;
+                h->heap_strict = 0;
+                if (lua_cpcall(h->L, collect_garbage, NULL) != 0)
+                    lua_pop(h->L, 1);
+                h->heap_strict = 1;
+                before = h->heap_used;
+            }
+        }
+        h->heap_strict = 0;
+    }
+    struct too_big t = { p->too_big, "" };
+    const char *more = needed == bytes && bytes ? "" : "more than ";
+    if (h->heap_limit)
+        snprintf(t.message, sizeof t.message, "a result of %s%.1f MB does not fit under "
+                 "--memory-limit=%zu (MB; the worker's Lua heap holds %.1f MB)", more,
+                 (double)needed / 1048576.0, h->heap_limit >> 20, (double)h->heap_used / 1048576.0);
+    else
+        snprintf(t.message, sizeof t.message, "a result of %s%.1f MB: the system has no memory "
+                 "for it", more, (double)needed / 1048576.0);
+    c->fn = push_too_big;
+    c->data = &t;
+    return run_protected(c);
+}
+
+void host_resume_with(struct host *h, double ticket, const struct host_pusher *p, void *data,
+                      size_t bytes)
+{
+    struct protected_call c = { h, p->push, data, 0, 1, NULL, NULL };
+    if (hand_over(h, &c, p, bytes) != 0) {
         host_fail(h, "cannot hand a result to Lua");
         return;
     }
     host_resume(h, ticket, c.moved);
+}
+
+int host_keep_result(struct host *h, const struct host_pusher *p, void *data, size_t bytes,
+                     int (*store)(lua_State *L, int count, void *data))
+{
+    struct protected_call c = { h, p->push, data, 0, 0, store, data };
+    return hand_over(h, &c, p, bytes);
 }
 
 int host_run(struct host *h, const struct cli *cli)

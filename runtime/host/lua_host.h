@@ -117,6 +117,8 @@ struct host {
     size_t heap_used;               /* bytes the state holds */
     size_t heap_limit;              /* 0: no limit */
     int heap_over;                  /* an allocation was refused; not back under yet */
+    int heap_strict;                /* no grace: a result is being handed to Lua */
+    size_t heap_refused;            /* what the heap would have held at the last refusal */
 };
 
 /* Sets up h (state, loop, connections, signal watchers); takes ownership of
@@ -133,12 +135,30 @@ int host_run(struct host *h, const struct cli *cli);
  * others go through host_resume_with. */
 void host_resume(struct host *h, double ticket, int nargs);
 
-/* Resumes the main coroutine with ticket and the values push(L, data) pushes on L
- * and returns the count of. push runs in a protected call on the main state: any
- * allocation may run a __gc finalizer, and one that raises (or a lack of memory)
- * is reported and push run again, never a panic. Called by the loop's callbacks. */
-void host_resume_with(struct host *h, double ticket, int (*push)(lua_State *L, void *data),
-                      void *data);
+/* How a binding hands a wait's result to Lua: push(L, data) pushes the values and
+ * returns how many; too_big(L, message) pushes the binding's failure values for a
+ * result that does not fit under --memory-limit (message says so, naming the size
+ * and the limit) and returns how many. */
+struct host_pusher {
+    int (*push)(lua_State *L, void *data);
+    int (*too_big)(lua_State *L, const char *message);
+};
+
+/* Resumes the main coroutine with ticket and the values p->push pushes. bytes: the
+ * result's size as far as the binding knows it (0: unknown). push runs in a
+ * protected call on the main state, without the heap's grace: a result that does
+ * not fit under the Lua heap's limit, after a full collection, is handed over as
+ * p->too_big's failure instead, an error of the task that waits (its job's), never
+ * of the process. Any allocation may run a __gc finalizer, and one that raises is
+ * reported and push run again. Called by the loop's callbacks. */
+void host_resume_with(struct host *h, double ticket, const struct host_pusher *p, void *data,
+                      size_t bytes);
+
+/* As host_resume_with, but the values are left on the main state's stack for
+ * store(L, count, data) to keep (it pops them); for a result no task waits for yet.
+ * Returns 0, or -1 after reporting an error. */
+int host_keep_result(struct host *h, const struct host_pusher *p, void *data, size_t bytes,
+                     int (*store)(lua_State *L, int count, void *data));
 
 /* A waiter, its ticket free (one given back is reused), or NULL when there is no
  * memory. */

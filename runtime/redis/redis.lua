@@ -5,7 +5,8 @@
 --
 -- A RedisError has message and kind: "reply" (Redis answered with an error),
 -- "connection" (the connection ended after the command may have reached Redis:
--- whether it ran is unknown) or "unreachable" (Redis never got it).
+-- whether it ran is unknown), "unreachable" (Redis never got it) or "memory" (Redis
+-- ran it, and its reply does not fit under --memory-limit).
 --
 -- Transient failures: Redis could not be reached, the connection was lost, or Redis
 -- refused the command for a state that passes (LOADING its data after a restart,

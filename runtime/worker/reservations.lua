@@ -196,9 +196,10 @@ function M.finished(job)
 end
 
 -- Raises err, the failure of a pop of q, noting first that its reply may have been
--- lost with it (the pop may have recorded jobs). A pop Redis never got took none.
+-- lost with it (the pop may have recorded jobs): its connection was lost, or the
+-- reply did not fit under --memory-limit. A pop Redis never got took none.
 local function lost_pop(q, err)
-    if redis.is_error(err) and err.kind == "connection" then
+    if redis.is_error(err) and (err.kind == "connection" or err.kind == "memory") then
         unsure = true
         touched[q] = true
     end
