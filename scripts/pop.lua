@@ -18,12 +18,16 @@ ARGV[8]  with KEYS[6..8]: the worker's id   ARGV[9]: the number of the first job
          ARGV[11]: milliseconds the heartbeat lives   ARGV[12]: the heartbeat's value
          ARGV[13]: with KEYS[6..8], optional: the entries of KEYS[6] numbered below
          it go (the jobs the worker finished: their outcome is in Redis)
+ARGV[14] optional: the most bytes of payloads one pop takes (the worker's memory
+         allows no more); "" or absent: no limit
 Returns  {job, reserved, job, reserved, ...} for the jobs taken, in list order: each
          payload as it was in the list and its copy with attempts + 1, now in
          KEYS[2]; {false, false} when the list is empty.
-         With KEYS[4..5]: a payload that is not JSON or has no numeric attempts is
-         moved to the failed-job record instead of being lost; taking stops there
-         and the reply ends with false, false and the error message.
+         With KEYS[4..5]: a payload that is not JSON or has no numeric attempts, or
+         that is longer than ARGV[14] alone, is moved to the failed-job record
+         instead of being lost; taking stops there and the reply ends with false,
+         false and the error message. A later payload that would take the pop's
+         total past ARGV[14] stays at the head of the list, and taking stops.
 Each job taken has exactly the effect of one call of Laravel's pop script (LPOP,
 ZADD of the reserved copy, LPOP of a notify token), which this is with one job and
 without KEYS[4..8] (Laravel's raises on an unusable payload after it left the list).
@@ -65,17 +69,34 @@ end
 
 local taken = {}
 local entries = {}   -- the record's new fields and values, written at once
+local budget = tonumber(ARGV[14])
 for _ = 1, tonumber(ARGV[7]) or 1 do
     local job = redis.call('lpop', KEYS[1])
     if not job then
         break
     end
+    if budget and #taken > 0 and #job > budget then
+        redis.call('lpush', KEYS[1], job)
+        break
+    end
     local reserved
     if KEYS[5] then
-        local ok, result = pcall(reserve, job)
+        local ok, result
+        if budget and #job > budget then
+            ok, result = false, nil
+        else
+            ok, result = pcall(reserve, job)
+        end
         if not ok then
-            local message = 'payload is not a JSON object with a numeric "attempts" ('
-                .. tostring(result) .. ')'
+            local message
+            if result == nil then
+                message = 'payload of ' .. #job .. ' bytes is larger than the ' .. budget
+                    .. ' bytes a pop may take under the worker\'s --memory-limit (half of it: '
+                    .. 'a payload and its reserved copy are handed over together)'
+            else
+                message = 'payload is not a JSON object with a numeric "attempts" ('
+                    .. tostring(result) .. ')'
+            end
             redis.call('hset', KEYS[5], 'uuid', ARGV[2], 'connection', ARGV[3],
                 'queue', ARGV[4], 'payload', job, 'exception', message,
                 'failed_at', ARGV[6])
@@ -100,6 +121,9 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
     end
     taken[#taken + 1] = job
     taken[#taken + 1] = reserved
+    if budget then
+        budget = budget - #job
+    end
 end
 
 if record then

@@ -156,3 +156,44 @@ describe("luaworker on payload values with control characters", function()
             .. "\\x1b]0;owned\\x07 |", failed.stdout, 1, true)
     end)
 end)
+
+describe("luaworker on a payload too large for its --memory-limit", function()
+    before_each(function() H.flush() end)
+
+    it("keeps it in the failed store byte for byte, with the reason, and runs the jobs behind it",
+        function()
+        local big = H.json.encode(H.payload({ id = "big", data = { commandName = "App\\Jobs\\Big",
+            command = string.rep("x", 24 * 1048576) } }))
+        H.push(big)
+        for i = 1, 3 do H.push(H.payload({ id = "small" .. i, displayName = "App\\Jobs\\Record" })) end
+        local handlers = H.handlers({ ["App/Jobs/Record.lua"] = H.RECORD_ID })
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--stop-when-empty",
+            "--sleep=0.05", "--no-watch" })
+        assert.are.equal(0, w:wait(30), w:stderr())
+        assert.are.same({ "small1", "small2", "small3" }, H.r("LRANGE", "spec:ran", 0, -1))
+        local ids = H.r("ZRANGE", H.prefix .. "luaworker:failed_jobs", 0, -1)
+        assert.are.equal(1, #ids)
+        local rec = H.failed_record(ids[1])
+        assert.is_true(rec.payload == big, "the payload was not kept byte for byte")
+        assert.are.equal("payload of " .. #big .. " bytes is larger than the 8388608 bytes a pop may "
+            .. "take under the worker's --memory-limit (half of it: a payload and its reserved copy "
+            .. "are handed over together)", rec.exception)
+        assert.matches("kept as failed job " .. ids[1], w:stderr(), 1, true)
+        assert.is_nil(w:stderr():find("worker 1 (pid", 1, true))
+        local list, delayed, reserved = H.keys()
+        assert.are.same({ 0, 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", delayed), H.r("ZCARD", reserved) })
+    end)
+
+    it("takes no more payloads in one pop than its --memory-limit can hold", function()
+        -- 1 MB each: fast jobs, which a pop would take up to 32 of at once
+        for i = 1, 60 do
+            H.push(H.payload({ id = "m" .. i, displayName = "App\\Jobs\\Record", pad = string.rep("p", 1048576) }))
+        end
+        local handlers = H.handlers({ ["App/Jobs/Record.lua"] = H.RECORD_ID })
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--stop-when-empty",
+            "--sleep=0.05", "--no-watch" })
+        assert.are.equal(0, w:wait(60), w:stderr())
+        assert.are.equal(60, H.r("LLEN", "spec:ran"))
+        assert.are.equal("", w:stderr())
+    end)
+end)

@@ -91,9 +91,11 @@ end
 -- A pop of up to count jobs of q for a worker, as scripts/pop.lua's keys and
 -- arguments, and the id an unusable payload's failed record gets. pop:
 -- {now =, retry_after =, connection =, count =, worker =, number =, ttl =,
---  heartbeat_ms =, heartbeat =, finished_below =}: worker's jobs are numbered from
--- number on; its record lives ttl seconds; heartbeat is the heartbeat's value; the
--- entries of the jobs numbered below finished_below go (it finished them).
+--  heartbeat_ms =, heartbeat =, finished_below =, max_bytes =}: worker's jobs are
+-- numbered from number on; its record lives ttl seconds; heartbeat is the
+-- heartbeat's value; the entries of the jobs numbered below finished_below go (it
+-- finished them); max_bytes (optional): the most bytes of payloads the pop takes,
+-- a longer payload alone kept as failed (its memory could not hold it).
 local function pop_call(q, pop)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, pop.worker)
@@ -101,7 +103,8 @@ local function pop_call(q, pop)
     local args = { pop.now + pop.retry_after, id, pop.connection, q, pop.now,
           os.date("%Y-%m-%d %H:%M:%S", pop.now), pop.count, pop.worker, pop.number, pop.ttl,
           pop.heartbeat_ms, pop.heartbeat }
-    args[13] = pop.finished_below
+    args[13] = pop.finished_below or ""
+    args[14] = pop.max_bytes or ""
     return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
             workers, alive }, args, id
 end
