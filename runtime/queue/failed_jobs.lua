@@ -96,6 +96,37 @@ function null_store.forget() return false end
 function null_store.flush() return 0 end
 function null_store.retry() return false end
 
+-- Stores outside Redis ------------------------------------------------------------
+
+-- store.log for a store whose record is written where a Redis script cannot reach
+-- (the app's database, its file), from store.write(q, r, again) -> the record's id,
+-- which writes r unless it is there (again: a try before may have written it), and
+-- store.where / store.failing_where (what the log lines name). The record first,
+-- then the reservation goes: while the write fails, the job stays reserved and the
+-- write is tried again, 1 s, 2 s... 30 s apart, said once when it fails and once
+-- when it is written. A worker that stops meanwhile raises: the job stays
+-- reserved, failed again when it comes back.
+local function logged_first(store)
+    function store.log(q, reserved_copy, r)
+        local output = require "luaworker.output"
+        local tried = false
+        local id = require("luaworker.db").wait_out(function()
+            local again = tried
+            tried = true
+            return store.write(q, r, again)
+        end, function() return true end, function(err)
+            output.error("cannot record failed job " .. r.uuid .. " in " .. store.failing_where .. " ("
+                .. tostring(err) .. "); the job stays reserved until it is recorded, tried again "
+                .. "every 30 s at most")
+        end, function()
+            output.error("recorded failed job " .. r.uuid .. " in " .. store.where .. " after all")
+        end)
+        queue.delete_reserved(q, reserved_copy)
+        return id
+    end
+    return store
+end
+
 -- The app's table ------------------------------------------------------------------
 
 local function database_store(s)
@@ -153,28 +184,10 @@ local function database_store(s)
         return nil
     end
 
-    -- The record first, then the reservation goes: while the database fails, the
-    -- job stays reserved and the write is tried again, 1 s, 2 s... 30 s apart,
-    -- said once when it fails and once when it is written. A worker that stops
-    -- meanwhile raises: the job stays reserved, failed again when it comes back.
-    function store.log(q, reserved_copy, r)
-        local output = require "luaworker.output"
-        local tried = false
-        local id = require("luaworker.db").wait_out(function()
-            local again = tried
-            tried = true
-            return insert(q, r, again)
-        end, function() return true end, function(err)
-            output.error("cannot record failed job " .. r.uuid .. " in " .. s.table
-                .. " on database connection " .. tostring(s.connection or "default") .. " ("
-                .. tostring(err) .. "); the job stays reserved until it is recorded, tried again "
-                .. "every 30 s at most")
-        end, function()
-            output.error("recorded failed job " .. r.uuid .. " in " .. s.table .. " after all")
-        end)
-        queue.delete_reserved(q, reserved_copy)
-        return id
-    end
+    -- Writes r's row unless it is there (store.write, for logged_first).
+    store.write = insert
+    store.failing_where = tbl .. " on database connection " .. tostring(s.connection or "default")
+    store.where = tbl
 
     function store.all()
         local records = {}
@@ -211,9 +224,9 @@ function M.store()
     elseif s.driver == "null" then
         chosen = null_store
     elseif s.driver == "file" then
-        chosen = require("luaworker.failed_jobs_file").new(s)
+        chosen = logged_first(require("luaworker.failed_jobs_file").new(s))
     else
-        chosen = database_store(s)
+        chosen = logged_first(database_store(s))
     end
     if not chosen.retry then
         -- as queue:retry: the record's payload pushed back (attempts 0), then forgotten

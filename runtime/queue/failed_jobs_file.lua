@@ -10,12 +10,11 @@
 -- write over each other's records. The file is replaced whole (written beside it,
 -- then renamed): a reader never sees half of it.
 --
--- A store as failed_jobs.lua describes: log, all, find, forget, flush (retry is
--- failed_jobs.lua's, by payload).
+-- A store as failed_jobs.lua describes: write (for its log), all, find, forget,
+-- flush (log and retry are failed_jobs.lua's).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local php = require "luaworker.php"
-local queue = require "luaworker.queue"
 local settings = require "luaworker.settings"
 
 local M = {}
@@ -148,33 +147,25 @@ function M.new(s)
         return a, b
     end
 
-    -- The record first, then the reservation goes (failed_jobs.lua): a lock or a
-    -- file that cannot be had is waited out, the job kept reserved meanwhile.
-    function store.log(q, reserved_copy, r)
-        local output = require "luaworker.output"
+    -- Writes r first in the file unless it is there (written before a crash);
+    -- failed_jobs.lua's store.log around it waits out a lock or a file that cannot
+    -- be had, the job kept reserved meanwhile.
+    function store.write(q, r)
         local payload = utf8(r.payload)
-        require("luaworker.db").wait_out(function()
-            locked(function()
-                local records = read()
-                for _, old in ipairs(records) do
-                    -- written before a crash: not twice
-                    if old.id == r.uuid and old.payload == payload then return end
-                end
-                table.insert(records, 1, { id = r.uuid, connection = r.connection, queue = q,
-                    payload = payload, exception = utf8(r.exception), failed_at = r.failed_at,
-                    failed_at_timestamp = r.now })
-                for i = #records, limit + 1, -1 do records[i] = nil end
-                write(records)
-            end)
-        end, function() return true end, function(err)
-            output.error("cannot record failed job " .. r.uuid .. " (" .. tostring(err)
-                .. "); the job stays reserved until it is recorded, tried again every 30 s at most")
-        end, function()
-            output.error("recorded failed job " .. r.uuid .. " in " .. path .. " after all")
+        locked(function()
+            local records = read()
+            for _, old in ipairs(records) do
+                if old.id == r.uuid and old.payload == payload then return end
+            end
+            table.insert(records, 1, { id = r.uuid, connection = r.connection, queue = q,
+                payload = payload, exception = utf8(r.exception), failed_at = r.failed_at,
+                failed_at_timestamp = r.now })
+            for i = #records, limit + 1, -1 do records[i] = nil end
+            write(records)
         end)
-        queue.delete_reserved(q, reserved_copy)
         return r.uuid
     end
+    store.where, store.failing_where = path, path
 
     local function record(r)
         return { id = tostring(r.id), connection = r.connection, queue = r.queue,
