@@ -31,4 +31,72 @@ for _, r in ipairs(db:select("select v from t4")) do print(r.v) end
 ]]):gsub("SESSION_ID", session_id), nil)
         assert.are.equal("true\nfalse\tboom\nkept\n", out)
     end)
+
+    it("binds floats as PHP's (string) cast gives them (precision 14) and booleans as 1 and 0, "
+        .. "as Laravel and PDO", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t15 (n int, s varchar(64))")
+local values = { 0.1, 1 / 3, 1e25, -1.5e-7, 2.5, 7, true, false }
+for i, v in ipairs(values) do db:insert("insert into t15 values (?, ?)", { i, v }) end
+for _, r in ipairs(db:select("select s from t15 order by n")) do print(r.s) end
+]])
+        assert.are.equal("0.1\n0.33333333333333\n1.0E+25\n-1.5E-7\n2.5\n7\n1\n0\n", out)
+    end)
+
+    it("raises SQLSTATE[HY093] for too few or too many bindings, as PDO, and runs nothing", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t16 (n int, tag varchar(10))")
+db:insert("insert into t16 values (?, ?)", { 1, "a" })
+for _, b in ipairs({ { 5 }, { 5, "a", 6 }, {} }) do
+    local ok, err = pcall(db.update, db, "update t16 set n = ? where tag = ?", b)
+    print(ok, err.class, err.message)
+end
+print(db:select("select n from t16")[1].n)
+-- a ? inside quotes or a comment is no placeholder
+print(#db:select("select '?' as q -- ?\n where 1 = ?", { 1 }))
+]])
+        assert.are.equal("false\tIlluminate\\Database\\QueryException\tSQLSTATE[HY093]: Invalid parameter "
+            .. "number: number of bound variables does not match number of tokens (1 bound, 2 expected; a NULL "
+            .. "is luaworker.null, not nil) (SQL: update t16 set n = ? where tag = ?)\n"
+            .. "false\tIlluminate\\Database\\QueryException\tSQLSTATE[HY093]: Invalid parameter "
+            .. "number: number of bound variables does not match number of tokens (3 bound, 2 expected; a NULL "
+            .. "is luaworker.null, not nil) (SQL: update t16 set n = ? where tag = ?)\n"
+            .. "false\tIlluminate\\Database\\QueryException\tSQLSTATE[HY093]: Invalid parameter "
+            .. "number: number of bound variables does not match number of tokens (0 bound, 2 expected; a NULL "
+            .. "is luaworker.null, not nil) (SQL: update t16 set n = ? where tag = ?)\n1\n1\n", out)
+    end)
+
+    it("nests transactions as Laravel does: a savepoint each, an inner error undoing only its part",
+        function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+db:statement("create table t17 (v varchar(10))")
+print(db:transaction(function(tx)
+    tx:insert("insert into t17 values (?)", { "a" })
+    print(pcall(tx.transaction, tx, function(inner)
+        inner:insert("insert into t17 values (?)", { "b" })
+        error("inner", 0)
+    end))
+    print(tx:transaction(function(inner)
+        inner:insert("insert into t17 values (?)", { "c" })
+        return inner:transaction(function(deepest)
+            deepest:insert("insert into t17 values (?)", { "d" })
+            return "deep"
+        end)
+    end))
+    return "outer"
+end))
+for _, r in ipairs(db:select("select v from t17 order by v")) do io.write(r.v, " ") end
+print()
+print(pcall(db.transaction, db, function(tx)
+    tx:insert("insert into t17 values (?)", { "e" })
+    tx:transaction(function(inner) inner:insert("insert into t17 values (?)", { "f" }) end)
+    error("outer", 0)
+end))
+print(#db:select("select v from t17"))
+]])
+        assert.are.equal("false\tinner\ndeep\nouter\na c d \nfalse\touter\n3\n", out)
+    end)
 end

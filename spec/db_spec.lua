@@ -128,17 +128,28 @@ print(ok, err)
         assert.is_nil(out:find("url-secret", 1, true))
     end)
 
-    it("opens another connection after one was dropped", function()
+    it("runs a statement again on a new connection when the server ended the pooled one, "
+        .. "outside a transaction only (DetectsLostConnections)", function()
         local out = run_lua([[
 local db = require("luaworker").db()
-local pid = db:select("select pg_backend_pid() as p")[1].p
-os.execute("runuser -u nobody -- ]] .. BIN .. [[psql -h ]] .. dir .. [[ -p ]] .. port
+local function terminate(pid)
+    os.execute("runuser -u nobody -- ]] .. BIN .. [[psql -h ]] .. dir .. [[ -p ]] .. port
             .. [[ -U postgres -Atc 'select pg_terminate_backend(" .. pid .. ")' postgres >/dev/null")
-local ok, err = pcall(db.select, db, "select 1")
-print(ok, err ~= nil)
-print(db:select("select 2 as two")[1].two, db:select("select pg_backend_pid() as p")[1].p ~= pid)
+end
+local pid = db:select("select pg_backend_pid() as p")[1].p
+terminate(pid)
+local r = db:select("select 2 as two, pg_backend_pid() as p")[1]
+print(r.two, r.p ~= pid)
+db:statement("create table lost (n int)")
+local ok, err = pcall(db.transaction, db, function(tx)
+    tx:insert("insert into lost values (1)")
+    terminate(tx:select("select pg_backend_pid() as p")[1].p)
+    tx:insert("insert into lost values (2)")
+end)
+print(ok, err.message:match("^SQLSTATE%[08006%]") ~= nil)
+print(#db:select("select * from lost"))
 ]])
-        assert.are.equal("false\ttrue\n2\ttrue\n", out)
+        assert.are.equal("2\ttrue\nfalse\ttrue\n0\n", out)
     end)
 
     describe("in a worker with jobs in flight", function()
@@ -170,17 +181,31 @@ return { handle = function(job, command)
     luaworker.redis("RPUSH", "spec:big", luaworker.db():select("select 7 as n")[1].n)
 end }
 ]]
-        local function start(args)
+        -- updates the row of table locked in a transaction, then waits inside it when asked
+        local LOCKER = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.db():transaction(function(tx)
+        tx:update("update locked set n = n + 1 where id = 1")
+        luaworker.redis("RPUSH", "spec:locked", job:id())
+        if command.wait then luaworker.sleep(60) end
+    end)
+    luaworker.redis("RPUSH", "spec:done", job:id())
+end }
+]]
+        local function start(args, extra_env)
             local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER,
-                ["App/Jobs/Big.lua"] = BIG }), "--sleep=0.05" }
+                ["App/Jobs/Big.lua"] = BIG, ["App/Jobs/Locker.lua"] = LOCKER }), "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
-            return workers.spawn(full, { env = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
+            local e = { QUEUE_FAILED_DRIVER = "luaworker-redis" }
+            for k, v in pairs(extra_env or {}) do e[k] = v end
+            return workers.spawn(full, { env = env(e) })
         end
 
         it("runs 50 statements at once in one process, each on a connection of its own", function()
             for _ = 1, 50 do H.push(db_job(1)) end
-            local w = start({ "--concurrency=50" })
+            local w = start({ "--concurrency=50" }, { LUAWORKER_DB_POOL = "50" })
             H.wait_until(function() return H.r("LLEN", "spec:done") == 50 end, 30, "the 50 jobs")
             local backends = {}
             for _, p in ipairs(H.r("LRANGE", "spec:done", 0, -1)) do backends[p] = true end
@@ -190,6 +215,68 @@ end }
             assert.are.equal(1, #H.children(w.pid))
             w:kill("TERM")
             assert.are.equal(0, w:wait())
+        end)
+
+        it("rolls back the transaction of a job stopped for its timeout inside it, releasing its "
+            .. "locks before the next job needs them", function()
+            psql("drop table if exists locked; create table locked (id int primary key, n int); "
+                .. "insert into locked values (1, 0)")
+            H.push(H.class_payload("App\\Jobs\\Locker", { id = "stuck", timeout = 1, failOnTimeout = true },
+                { { "wait", "b:1;" } }))
+            H.push(H.class_payload("App\\Jobs\\Locker", { id = "next" }))
+            local w = start({ "--concurrency=2" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 1 end, 15, "the next job")
+            assert.are.same({ "next" }, H.r("LRANGE", "spec:done", 0, -1))
+            assert.are.equal("1\n", psql("select n from locked"))
+            assert.are.equal("0\n", psql("select count(*) from pg_stat_activity where state like "
+                .. "'idle in transaction%'"))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("closes a pooled connection a statement left inside a transaction", function()
+            H.push(H.class_payload("App\\Jobs\\Query", nil, { { "begin", "b:1;" } }))
+            local handlers = H.handlers({ ["App/Jobs/Query.lua"] = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local db = luaworker.db()
+    db:statement("begin")
+    luaworker.redis("RPUSH", "spec:done", tostring(db:select("select pg_backend_pid() as p")[1].p))
+end }
+]] })
+            local r = H.run({ "work", "--once", "--handlers=" .. handlers }, { env = env({
+                QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("luaworker.db: a statement left a transaction open on connection pgsql: the "
+                .. "connection is closed, and the transaction rolled back with it (use db:transaction)",
+                r.stderr, 1, true)
+            assert.are.equal("0\n", psql("select count(*) from pg_stat_activity where state like "
+                .. "'idle in transaction%'"))
+        end)
+
+        it("opens no more connections than LUAWORKER_DB_POOL: the other jobs wait for one "
+            .. "without holding up the loop", function()
+            for _ = 1, 20 do H.push(db_job(0.3)) end
+            local w = start({ "--concurrency=20" }, { LUAWORKER_DB_POOL = "4" })
+            H.wait_until(function() return H.r("LLEN", "spec:done") == 20 end, 30, "the 20 jobs")
+            local backends, n = {}, 0
+            for _, p in ipairs(H.r("LRANGE", "spec:done", 0, -1)) do
+                if not backends[p] then n = n + 1 end
+                backends[p] = true
+            end
+            assert.are.equal(4, n)
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("refuses to start with a LUAWORKER_DB_POOL that is not a whole number from 1 to 10000", function()
+            for _, v in ipairs({ "0", "10001", "-1", "2.5", "x" }) do
+                local r = H.run({ "work", "--handlers=" .. H.handlers({}), "--stop-when-empty" },
+                    { env = env({ LUAWORKER_DB_POOL = v }) })
+                assert.are.equal(2, r.status)
+                assert.matches("cannot start: LUAWORKER_DB_POOL=" .. v:gsub("%p", "%%%0")
+                    .. ": expected a whole number from 1 to 10000", r.stderr)
+            end
         end)
 
         it("fails only the statement whose result does not fit under --memory-limit: the "
@@ -281,6 +368,8 @@ print(#lw.db():select("select * from items"), ticks > 10)
 ]])
         assert.are.equal("2\ttrue\n", out)
     end)
+
+    require("spec.db_contract")(it, assert, run_sqlite, "1")
 
     it("fails the statement whose rows do not fit under --memory-limit, its statement ended", function()
         local handlers = H.handlers({ ["App/Jobs/Big.lua"] = [[

@@ -110,16 +110,27 @@ print(ok, err)
         assert.are.equal("8\n", out)
     end)
 
-    it("opens another connection after one was dropped", function()
+    it("runs a statement again on a new connection when the server ended the pooled one, "
+        .. "outside a transaction only (DetectsLostConnections)", function()
         local out = run_lua([[
 local db = require("luaworker").db()
+local function kill(id)
+    os.execute("mariadb --no-defaults -S ]] .. server.socket .. [[ -uroot -e 'kill " .. id .. "'")
+end
 local id = db:select("select connection_id() as c")[1].c
-os.execute("mariadb --no-defaults -S ]] .. server.socket .. [[ -uroot -e 'kill " .. id .. "'")
-local ok, err = pcall(db.select, db, "select 1")
-print(ok, err.message)
-print(db:select("select 2 as two")[1].two, db:select("select connection_id() as c")[1].c ~= id)
+kill(id)
+local r = db:select("select 2 as two, connection_id() as c")[1]
+print(r.two, r.c ~= id)
+db:statement("create table lost (n int)")
+local ok, err = pcall(db.transaction, db, function(tx)
+    tx:insert("insert into lost values (1)")
+    kill(tx:select("select connection_id() as c")[1].c)
+    tx:insert("insert into lost values (2)")
+end)
+print(ok, err.message:match("^SQLSTATE%[HY000%]: General error: 20%d%d") ~= nil)
+print(#db:select("select * from lost"))
 ]])
-        assert.matches("^false\tSQLSTATE%[HY000%]: General error: 20%d%d [^\n]*\n2\ttrue\n$", out)
+        assert.are.equal("2\ttrue\nfalse\ttrue\n0\n", out)
     end)
 
     describe("in a worker with jobs in flight", function()
@@ -144,7 +155,8 @@ end }
                 "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
-            return workers.spawn(full, { env = server.env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
+            return workers.spawn(full, { env = server.env({ QUEUE_FAILED_DRIVER = "luaworker-redis",
+                LUAWORKER_DB_POOL = "50" }) })
         end
 
         it("runs 50 statements at once in one process, each on a connection of its own", function()

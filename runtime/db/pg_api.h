@@ -38,6 +38,7 @@ struct pg_api {
     char *(*cmdTuples)(PGresult *res);
     void (*clear)(PGresult *res);
     int (*backendPID)(const PGconn *conn);
+    PGTransactionStatusType (*transactionStatus)(const PGconn *conn);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

@@ -382,6 +382,16 @@ static int l_host_pg_alive(lua_State *L)
     return 1;
 }
 
+/* host.pg_in_transaction(connection) -> whether a transaction is open on it (or a
+ * statement under way); false once closed. */
+static int l_host_pg_in_transaction(lua_State *L)
+{
+    struct pg_conn *c = check_conn(L, 1);
+    lua_pushboolean(L, c->conn && c->pq->transactionStatus(c->conn) != PQTRANS_IDLE
+                           && c->pq->transactionStatus(c->conn) != PQTRANS_UNKNOWN);
+    return 1;
+}
+
 /* host.pg_backend_pid(connection) -> the server's process of the connection (for
  * pg_terminate_backend), 0 once closed. */
 static int l_host_pg_backend_pid(lua_State *L)
@@ -422,5 +432,6 @@ const luaL_Reg host_pg_functions[] = {
     {"pg_close", l_host_pg_close},
     {"pg_alive", l_host_pg_alive},
     {"pg_backend_pid", l_host_pg_backend_pid},
+    {"pg_in_transaction", l_host_pg_in_transaction},
     {NULL, NULL},
 };

@@ -36,6 +36,7 @@ static struct {
     int (*finalize)(sqlite3_stmt *s);
     const char *(*errmsg)(sqlite3 *db);
     int (*extended_errcode)(sqlite3 *db);
+    int (*get_autocommit)(sqlite3 *db);
 } sq;
 
 static struct lazy_lib libsqlite = {
@@ -50,7 +51,7 @@ static int load(char *err, size_t errlen)
         FN(bind_int64), FN(bind_double), FN(bind_null), FN(bind_parameter_count), FN(step),
         FN(column_count), FN(column_name), FN(column_type), FN(column_int64), FN(column_double),
         FN(column_text), FN(column_blob), FN(column_bytes), FN(changes), FN(finalize), FN(errmsg),
-        FN(extended_errcode),
+        FN(extended_errcode), FN(get_autocommit),
 #undef FN
     };
     return lazy_lib_load(&libsqlite, symbols, sizeof symbols / sizeof symbols[0], err, errlen);
@@ -233,6 +234,13 @@ static int l_host_sqlite_query(lua_State *L)
     return 3;
 }
 
+/* host.sqlite_in_transaction(database) -> whether a transaction is open on it. */
+static int l_host_sqlite_in_transaction(lua_State *L)
+{
+    lua_pushboolean(L, sq.get_autocommit(*check_db(L)) == 0);
+    return 1;
+}
+
 /* host.sqlite_close(database): closes it (again is harmless). */
 static int l_host_sqlite_close(lua_State *L)
 {
@@ -255,5 +263,6 @@ const luaL_Reg host_sqlite_functions[] = {
     {"sqlite_open", l_host_sqlite_open},
     {"sqlite_query", l_host_sqlite_query},
     {"sqlite_close", l_host_sqlite_close},
+    {"sqlite_in_transaction", l_host_sqlite_in_transaction},
     {NULL, NULL},
 };

@@ -96,8 +96,7 @@ end
 -- Tasks ---------------------------------------------------------------------
 -- A task: {co =, key = the key or ticket it waits for, done =, abandoned =,
 -- on_end =, enter =, leave = (optional, called around each of its resumes),
--- on_abandon = (optional, set by what it waits on: called once if it is abandoned
--- there, after the host's wait was cancelled; it must not wait)}.
+-- held = (what it holds: see M.hold)}.
 
 local waiting = {}            -- key or ticket -> the task waiting for it
 local timers = {}             -- ticket of a host.timer -> the function to call
@@ -106,9 +105,22 @@ local timer_handles = {}      -- ... and its host handle (for host.cancel)
 local ready, ready_first, ready_last = {}, 1, 0   -- tasks woken, with their values
 local current                 -- the task running, or nil
 
+-- Lets go of what task t still holds (M.hold): each release is called once.
+local function let_go_all(t)
+    local held = t.held
+    if not held then return end
+    t.held = false
+    for handle in pairs(held) do
+        local ok, err = pcall(handle.release, t)
+        if not ok then io.stderr:write("luaworker: internal error on letting go of what a task held: ",
+            tostring(err), "\n") end
+    end
+end
+
 -- Ends task t: on_end(t, ok, results... | error, traceback).
 local function finish(t, ...)
     t.done = true
+    let_go_all(t)
     if t.on_end then t.on_end(t, ...) end
 end
 
@@ -162,8 +174,8 @@ end
 
 -- Abandons task t where it waits: it is never resumed again, and its on_end is
 -- not called. A timer it waits for is stopped; a Redis reply it waits for comes
--- for nobody; then its on_abandon, if set, is called. Returns false when t
--- already ended or was abandoned.
+-- for nobody; then what it holds is let go (M.hold). Returns false when t already
+-- ended or was abandoned.
 function M.abandon(t)
     if t.done or t.abandoned then return false end
     t.abandoned = true
@@ -172,13 +184,28 @@ function M.abandon(t)
         if type(t.key) == "number" then host.cancel(t.key) end
     end
     t.co = nil
-    local on_abandon = t.on_abandon
-    if on_abandon then
-        t.on_abandon = nil
-        local ok, err = pcall(on_abandon, t)
-        if not ok then io.stderr:write("luaworker: internal error on abandoning a task: ", tostring(err), "\n") end
-    end
+    let_go_all(t)
     return true
+end
+
+-- The current task holds something (a connection taken from a pool, a statement
+-- a server runs for it): release(t) lets it go (it must not wait), and is called
+-- once if the task is abandoned, or ends, still holding it. Returns a handle for
+-- M.let_go, or nil outside a task.
+function M.hold(release)
+    local t = current
+    if not t then return nil end
+    local handle = { release = release }
+    if not t.held then t.held = {} end
+    t.held[handle] = true
+    return handle
+end
+
+-- The current task let go of what handle (from M.hold) held itself: release is
+-- not called for it.
+function M.let_go(handle)
+    local t = current
+    if handle and t and t.held then t.held[handle] = nil end
 end
 
 -- Waits (in a task) until wake(key, ...) is called; returns wake's values. key:

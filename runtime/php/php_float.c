@@ -60,30 +60,12 @@ static void php_float_shortest_digits(double x, char *digits, int *decpt)
     }
 }
 
-void php_float_format(double d, char *buf)
+/* Writes digits (x = 0.DIGITS * 10^decpt) as zend_gcvt lays them out for ndigit
+ * significant digits: exponential ("1.0E+25", "1.5E-7") when decpt < -3 or decpt >
+ * ndigit, else fixed ("0.0001", "120", "1.5"). */
+static void php_float_layout(const char *digits, int decpt, int ndigit, char *dst)
 {
-    char digits[32];
-    char *dst = buf;
-    int decpt;
-    if (isnan(d)) {
-        strcpy(buf, "NAN");
-        return;
-    }
-    if (isinf(d)) {
-        strcpy(buf, d < 0 ? "-INF" : "INF");
-        return;
-    }
-    if (signbit(d)) {
-        *dst++ = '-';
-        d = -d;
-    }
-    if (d == 0) {
-        strcpy(dst, "0");
-        return;
-    }
-    php_float_shortest_digits(d, digits, &decpt);
-    if (decpt < 0 ? decpt < -3 : decpt > 17) {
-        /* exponential format, e.g. 1.0E+25 */
+    if (decpt < 0 ? decpt < -3 : decpt > ndigit) {
         const char *src = digits;
         int e = decpt - 1;
         *dst++ = *src++;
@@ -116,6 +98,67 @@ void php_float_format(double d, char *buf)
         }
         *dst = '\0';
     }
+}
+
+/* Writes NAN, INF, -INF, 0 or -0 for d into buf and returns NULL; else the sign of
+ * a finite d != 0 and returns where its digits go. */
+static char *php_float_special(double d, char *buf)
+{
+    if (isnan(d)) {
+        strcpy(buf, "NAN");
+        return NULL;
+    }
+    if (isinf(d)) {
+        strcpy(buf, d < 0 ? "-INF" : "INF");
+        return NULL;
+    }
+    if (signbit(d)) {
+        *buf++ = '-';
+    }
+    if (d == 0) {
+        strcpy(buf, "0");
+        return NULL;
+    }
+    return buf;
+}
+
+void php_float_format(double d, char *buf)
+{
+    char digits[32];
+    int decpt;
+    char *dst = php_float_special(d, buf);
+    if (!dst) {
+        return;
+    }
+    php_float_shortest_digits(fabs(d), digits, &decpt);
+    php_float_layout(digits, decpt, 17, dst);
+}
+
+void php_float_format_precision(double d, int precision, char *buf)
+{
+    char digits[48], tmp[64];
+    char *dst = php_float_special(d, buf);
+    size_t nd = 0;
+    if (!dst) {
+        return;
+    }
+    if (precision < 1) {
+        precision = 1;
+    } else if (precision > 40) {
+        precision = 40;
+    }
+    snprintf(tmp, sizeof tmp, "%.*e", precision - 1, fabs(d));
+    char *e = strchr(tmp, 'e');
+    for (const char *c = tmp; c < e; c++) {
+        if (*c >= '0' && *c <= '9') {
+            digits[nd++] = *c;
+        }
+    }
+    while (nd > 1 && digits[nd - 1] == '0') {
+        nd--;
+    }
+    digits[nd] = '\0';
+    php_float_layout(digits, atoi(e + 1) + 1, precision, dst);
 }
 
 int php_float_parse(const char *p, size_t n, double *out)

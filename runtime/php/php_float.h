@@ -11,6 +11,12 @@
  * NUL-terminated: "0.1", "-0", "1.0E+25", "INF", "NAN"... */
 void php_float_format(double d, char *buf);
 
+/* Writes d as PHP's (string) cast does with the `precision` ini setting (14 by
+ * default; PDO binds a float so): precision significant digits, rounded, trailing
+ * zeros dropped, exponential from 1.0E+15 and below 1.0E-4: "0.1",
+ * "0.33333333333333", "1.0E+25", "-1.5E-7". buf: at least 64 bytes. */
+void php_float_format_precision(double d, int precision, char *buf);
+
 /* Reads p[0..n) (the text between "d:" and ";") into *out.  Accepts NAN, INF,
  * -INF and [+-]? (digits* '.' digits+ | digits+ '.'? digits*)
  * ([eE] [+-]? digits+)?, at most 127 bytes.  Returns 0, or -1 with *out

@@ -2,6 +2,7 @@
 
 #include <lauxlib.h>
 
+#include "php/php_float.h"
 #include "php/php_meta.h"
 #include "php/php_serialize.h"
 #include "php/php_unserialize.h"
@@ -30,6 +31,17 @@ static int l_php_serialize(lua_State *L)
         lua_pushstring(L, err);
         return 2;
     }
+    return 1;
+}
+
+/* php.float_string(x) -> x as PHP's (string) cast gives a float with its default
+ * precision of 14: "0.1", "0.33333333333333", "1.0E+25" (what PDO sends for a
+ * float binding). */
+static int l_php_float_string(lua_State *L)
+{
+    char buf[64];
+    php_float_format_precision(luaL_checknumber(L, 1), 14, buf);
+    lua_pushstring(L, buf);
     return 1;
 }
 
@@ -184,6 +196,7 @@ int luaopen_luaworker_php(lua_State *L)
         { "unserialize", l_php_unserialize },
         { "serialize", l_php_serialize },
         { "class", l_php_class },
+        { "float_string", l_php_float_string },
         { "object", l_php_object },
         { "enum", l_php_enum },
         { "array", l_php_array },

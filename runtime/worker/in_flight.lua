@@ -122,7 +122,7 @@ function M.run(job)
     -- every field the task gets, so that the table is made at its size once
     local t = { job = job, timeout = timeout, started = host.clock(), held_at = redis.held_time(),
         enter = enter, leave = leave, deadline = false, co = false, on_end = false, key = false,
-        on_abandon = false, done = false, abandoned = false }
+        held = false, done = false, abandoned = false }
     if timeout > 0 then arm(t, timeout) end
     task.spawn(on_end, t, process.process, job)
 end

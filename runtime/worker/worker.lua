@@ -238,8 +238,10 @@ function M.run(cli, cfg)
         output.error("--handlers=" .. options.handlers .. ": no such directory")
         return 2
     end
-    -- the failed-job store's settings (its driver's name was checked by main.c)
+    -- the failed-job store's settings (its driver's name was checked by main.c), and
+    -- the database pools' size
     local store_ok, store_err = pcall(require("luaworker.failed_jobs").settings)
+    if store_ok then store_ok, store_err = pcall(require("luaworker.db").pool_size) end
     if not store_ok then
         output.error("cannot start: " .. tostring(store_err))
         return 2

@@ -427,4 +427,20 @@ describe("luaworker.php", function()
       assert.are.same({ nil, "nesting too deep" }, { php.serialize(t) })
     end)
   end)
+
+  describe("float_string", function()
+    -- each as PHP 8.2's (string) cast prints it (precision 14), checked with php -r
+    local cases = {
+      { 0.1, "0.1" }, { 1 / 3, "0.33333333333333" }, { 1e25, "1.0E+25" }, { 1e15, "1.0E+15" },
+      { 1e14, "1.0E+14" }, { 0.00001, "1.0E-5" }, { 0.0001, "0.0001" }, { -1.5e-7, "-1.5E-7" },
+      { 123456789012345.678, "1.2345678901235E+14" }, { 1.5, "1.5" }, { 100, "100" },
+      { -0.0, "-0" }, { 0 / 0, "NAN" }, { 1 / 0, "INF" }, { -1 / 0, "-INF" }, { 1e-300, "1.0E-300" },
+      { 0.1 + 0.2, "0.3" }, { 99999999999999.99, "1.0E+14" }, { 0.5, "0.5" },
+    }
+    for _, c in ipairs(cases) do
+      it("gives " .. c[2], function()
+        assert.are.equal(c[2], php.float_string(c[1]))
+      end)
+    end
+  end)
 end)

@@ -1,0 +1,384 @@
+-- luaworker.db_drivers: the database drivers under luaworker.db (pgsql, mysql and
+-- mariadb, sqlite), their settings as the app's config/database.php reads them,
+-- bindings as Laravel and PDO send them, and errors worded as Laravel's
+-- QueryException.
+--
+-- Settings: DB_HOST, DB_PORT, DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET,
+-- DB_CHARSET, DB_COLLATION, MYSQL_ATTR_SSL_CA, and DATABASE_URL over them (its
+-- scheme names the driver, as in Laravel), from the environment (and the .env the
+-- worker reads).
+--
+-- Bindings (Connection::prepareBindings, then PDO): NULL for nil and luaworker.null;
+-- a boolean as the integer 1 or 0; an integral number below 2^53 as an integer; any
+-- other number as PHP's (string) of a float (precision 14: "0.1", "1.0E+25"), since
+-- Laravel binds floats as PDO::PARAM_STR; an int64 cdata by its digits; a string as
+-- it is. The count of bindings must be the count of `?` placeholders (outside
+-- quotes and comments), else SQLSTATE[HY093], as PDO.
+--
+-- A driver: settings() -> what connect needs; connect(db) -> a connection or
+-- raises; alive(conn); in_transaction(conn) (optional); close(conn); query(conn,
+-- sql, bindings) -> rows, affected or raises; begin (optional: the statement that
+-- starts a transaction); for a server that goes on with a statement whose
+-- connection closed: id(conn) -> the connection's id on the server, and ending(id)
+-- -> the statement that ends it.
+local host = require "luaworker.host"
+local php = require "luaworker.php"
+
+local M = {}
+
+local QUERY_EXCEPTION = "Illuminate\\Database\\QueryException"
+local CONNECTION_FAILURE = "08006"
+
+local function env(name, default)
+    local v = os.getenv(name)
+    if v == nil or v == "" then return default end
+    return v
+end
+
+-- Raises the QueryException "<text> (SQL: <sql>)"; lost: the connection failed
+-- (or could not be made), as luaworker.db's lost_connection tells.
+local function raise_text(text, sql, lost)
+    -- luaworker (the handlers' module, which loads this one) is loaded by then
+    local e = require("luaworker").exception(QUERY_EXCEPTION, text .. " (SQL: " .. sql .. ")")
+    if lost then e.lost_connection = true end
+    error(e, 0)
+end
+M.raise_text = raise_text
+
+-- Raises the QueryException "SQLSTATE[<state>]: <message> (SQL: <sql>)".
+local function raise(state, message, sql, lost)
+    raise_text(string.format("SQLSTATE[%s]: %s", state or "HY000", (message or ""):gsub("%s+$", "")),
+        sql, lost)
+end
+
+-- Drivers by Laravel's connection names (config/database.php).
+local DRIVERS = { pgsql = "pgsql", mysql = "mysql", mariadb = "mysql", sqlite = "sqlite",
+    sqlsrv = "sqlsrv" }
+
+local function percent_decode(v)
+    return v and (v:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+-- DATABASE_URL as Laravel's ConfigurationUrlParser reads it: the driver (its scheme),
+-- host, port, username, password, database (the path), and the query's options; nil
+-- when it is not set.
+local URL_DRIVERS = { postgres = "pgsql", postgresql = "pgsql", pgsql = "pgsql",
+    sqlite = "sqlite", sqlite3 = "sqlite", mysql = "mysql", mysql2 = "mysql",
+    mariadb = "mysql" }
+
+local function database_url()
+    local url = env("DATABASE_URL")
+    if not url then return nil end
+    local scheme, rest = url:match("^([%w+.-]+)://(.*)$")
+    if not scheme then
+        error("luaworker.db: DATABASE_URL is not a URL such as pgsql://user:password@host:port/"
+            .. "database", 5)
+    end
+    local authority, path, query = rest:match("^([^/?]*)(/?[^?]*)%??(.*)$")
+    local userinfo, hostport = authority:match("^(.*)@(.*)$")
+    hostport = hostport or authority
+    local user, password = (userinfo or ""):match("^([^:]*):?(.*)$")
+    local h, port = hostport:match("^%[(.*)%]:?(%d*)$")
+    if not h then h, port = hostport:match("^([^:]*):?(%d*)$") end
+    local u = { driver = URL_DRIVERS[scheme:lower()] or scheme:lower(), options = {},
+        host = h ~= "" and percent_decode(h) or nil, port = port ~= "" and port or nil,
+        username = user ~= "" and percent_decode(user) or nil,
+        password = password ~= "" and percent_decode(password) or nil,
+        database = path:len() > 1 and percent_decode(path:sub(2)) or nil }
+    for k, v in query:gmatch("([^&=]+)=([^&]*)") do u.options[percent_decode(k)] = percent_decode(v) end
+    return u
+end
+
+-- `?` placeholders as $1, $2... outside quoted strings, identifiers and comments;
+-- and their count.
+local function numbered(sql)
+    local out, n, i, len = {}, 0, 1, #sql
+    while i <= len do
+        local c = sql:sub(i, i)
+        if c == "'" or c == '"' then
+            local j = i + 1
+            while j <= len do
+                if sql:sub(j, j) == c then
+                    if sql:sub(j + 1, j + 1) == c then j = j + 1 else break end
+                end
+                j = j + 1
+            end
+            out[#out + 1] = sql:sub(i, j)
+            i = j + 1
+        elseif c == "-" and sql:sub(i + 1, i + 1) == "-" then
+            local j = sql:find("\n", i, true) or len
+            out[#out + 1] = sql:sub(i, j)
+            i = j + 1
+        elseif c == "?" then
+            n = n + 1
+            out[#out + 1] = "$" .. n
+            i = i + 1
+        else
+            local j = sql:find("['\"?%-]", i) or len + 1
+            if j == i then j = i + 1 end
+            out[#out + 1] = sql:sub(i, j - 1)
+            i = j
+        end
+    end
+    return table.concat(out), n
+end
+
+-- Checks bindings against sql's placeholders (raises HY093 as PDO, or a usage
+-- error for what is not a list); returns the count of placeholders.
+function M.check_bindings(sql, bindings)
+    if type(bindings) ~= "table" then
+        error("luaworker.db: bindings must be a list, got " .. type(bindings), 4)
+    end
+    local _, n = numbered(sql)
+    local given = table.maxn(bindings)
+    if given ~= n then
+        raise("HY093", string.format("Invalid parameter number: number of bound variables does not "
+            .. "match number of tokens (%d bound, %d expected; a NULL is luaworker.null, not nil)",
+            given, n), sql)
+    end
+    return n
+end
+
+local TWO_53 = 2 ^ 53
+
+-- A binding as Laravel and PDO send it (see the top): nil for NULL, true/false for
+-- a boolean's 1/0 where the driver binds integers, a number for an integer, a
+-- string otherwise.
+local function binding(v, i)
+    if v == nil or v == require("luaworker").null then return nil end
+    local t = type(v)
+    if t == "string" then return v end
+    if t == "boolean" then return v and 1 or 0 end
+    if t == "number" then
+        if v ~= v or v == math.huge or v == -math.huge then
+            error("luaworker.db: binding " .. i .. " is " .. tostring(v) .. ": not a value SQL has", 0)
+        end
+        if v == math.floor(v) and math.abs(v) < TWO_53 then return v end
+        return php.float_string(v)
+    end
+    if t == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+    error("luaworker.db: binding " .. i .. " is a " .. t .. ": expected a string, number, boolean "
+        .. "or luaworker.null", 0)
+end
+
+-- An integer binding's digits.
+local function digits(v)
+    return string.format("%d", v)
+end
+
+-- PostgreSQL (libpq's asynchronous API) ------------------------------------------
+
+-- libpq's settings (Laravel's pgsql defaults), DATABASE_URL over DB_*.
+local function pgsql_settings()
+    local s = { host = env("DB_HOST", "127.0.0.1"), port = env("DB_PORT", "5432"),
+        dbname = env("DB_DATABASE", "forge"), user = env("DB_USERNAME", "forge"),
+        password = env("DB_PASSWORD", ""), sslmode = "prefer",
+        application_name = "luaworker" }
+    local socket = env("DB_SOCKET")
+    if socket then s.host = socket end
+    local u = database_url()
+    if u then
+        s.host, s.port = u.host or s.host, u.port or s.port
+        s.dbname, s.user = u.database or s.dbname, u.username or s.user
+        s.password = u.password or s.password
+        s.sslmode = u.options.sslmode or s.sslmode
+    end
+    if s.password == "" then s.password = nil end
+    return s
+end
+
+local drivers = {}
+
+drivers.pgsql = {
+    settings = pgsql_settings,
+    connect = function(db)
+        local conn, message = host.pg_open(db.settings)
+        local ok = conn and true
+        if conn then ok, message = host.pg_connected(conn) end
+        if not ok then
+            if conn then host.pg_close(conn) end
+            raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")", true)
+        end
+        return conn
+    end,
+    alive = function(conn) return host.pg_alive(conn) end,
+    in_transaction = function(conn) return host.pg_in_transaction(conn) end,
+    close = function(conn) host.pg_close(conn) end,
+    id = function(conn) return host.pg_backend_pid(conn) end,
+    ending = function(pid) return string.format("select pg_terminate_backend(%d)", pid) end,
+    query = function(conn, sql, bindings, n)
+        local text = numbered(sql)
+        local params = {}
+        for i = 1, n do
+            local v = binding(bindings[i], i)
+            if v == nil then v = false elseif type(v) == "number" then v = digits(v) end
+            params[i] = v
+        end
+        local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
+        if not ok then
+            if kind == "memory" then raise_text(a, sql) end
+            if kind == "connection" then
+                host.pg_close(conn)
+                raise(CONNECTION_FAILURE, a, sql, true)
+            end
+            raise(b, a, sql)
+        end
+        return a, b
+    end,
+}
+
+-- MySQL / MariaDB (Laravel's mysql connection; mariadb in Laravel 11+) ------------
+
+-- PDO's words for the SQLSTATEs MySQL reports most, so that messages read as
+-- Laravel's ("SQLSTATE[23000]: Integrity constraint violation: 1062 Duplicate
+-- entry ..."); any other state is PDO's "General error".
+local SQLSTATE_WORDS = {
+    ["01000"] = "Warning", ["08004"] = "Connection rejected", ["08S01"] = "Communication link failure",
+    ["21S01"] = "Insert value list does not match column list", ["22001"] = "String data, right truncated",
+    ["22003"] = "Numeric value out of range", ["22007"] = "Invalid datetime format",
+    ["22012"] = "Division by zero", ["23000"] = "Integrity constraint violation",
+    ["25000"] = "Invalid transaction state", ["28000"] = "Invalid authorization specification",
+    ["3D000"] = "Invalid catalog name", ["40001"] = "Serialization failure",
+    ["42000"] = "Syntax error or access violation", ["42S01"] = "Base table or view already exists",
+    ["42S02"] = "Base table or view not found", ["42S21"] = "Column already exists",
+    ["42S22"] = "Column not found", ["HY093"] = "Invalid parameter number",
+}
+
+-- Laravel's MySqlConnector: the connection's charset and collation (DB_CHARSET and
+-- DB_COLLATION as Laravel 11 reads them) and its strict sql_mode, set at each connect.
+local STRICT_MODE = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+    .. "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+
+local function mysql_settings()
+    local s = { host = env("DB_HOST", "127.0.0.1"), port = env("DB_PORT", "3306"),
+        database = env("DB_DATABASE", "forge"), user = env("DB_USERNAME", "forge"),
+        password = env("DB_PASSWORD"), socket = env("DB_SOCKET"),
+        charset = env("DB_CHARSET", "utf8mb4"), ssl_ca = env("MYSQL_ATTR_SSL_CA") }
+    local u = database_url()
+    if u then
+        s.host, s.port = u.host or s.host, u.port or s.port
+        s.database, s.user = u.database or s.database, u.username or s.user
+        s.password = u.password or s.password
+        s.charset = u.options.charset or s.charset
+    end
+    local collation = env("DB_COLLATION", s.charset == "utf8mb4" and "utf8mb4_unicode_ci" or nil)
+    s.init = "set names '" .. s.charset .. "'" .. (collation and " collate '" .. collation .. "'" or "")
+        .. ", session sql_mode='" .. STRICT_MODE .. "'"
+    if s.socket then s.host = "localhost" end
+    return s
+end
+
+local function raise_mysql(message, state, errno, sql, lost)
+    raise(state, (SQLSTATE_WORDS[state] or "General error") .. ": " .. errno .. " " .. message, sql,
+        lost)
+end
+
+drivers.mysql = {
+    settings = mysql_settings,
+    connect = function(db)
+        local conn, message = host.mysql_open(db.settings)
+        local ok, state, errno = conn and true, "HY000", 2000
+        if conn then
+            local _kind
+            ok, message, state, _kind, errno = host.mysql_connected(conn)
+        end
+        if not ok then
+            if conn then host.mysql_close(conn) end
+            -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
+            raise_text(string.format("SQLSTATE[%s] [%d] %s", state, errno, message),
+                "(connecting to " .. db.name .. ")", true)
+        end
+        return conn
+    end,
+    alive = function(conn) return host.mysql_alive(conn) end,
+    in_transaction = host.mysql_in_transaction and function(conn) return host.mysql_in_transaction(conn) end,
+    close = function(conn) host.mysql_close(conn) end,
+    id = function(conn) return host.mysql_thread_id(conn) end,
+    ending = function(id) return string.format("KILL %d", id) end,
+    query = function(conn, sql, bindings, n)
+        local params = {}
+        for i = 1, n do params[i] = binding(bindings[i], i) end
+        local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
+        if not ok then
+            if kind == "memory" then raise_text(a, sql) end
+            if kind == "connection" then host.mysql_close(conn) end
+            raise_mysql(a, b, errno, sql, kind == "connection")
+        end
+        return a, b
+    end,
+}
+
+-- SQLite (libsqlite3, in place) -----------------------------------------------------
+
+-- SQLite's result codes for a database another connection holds (BUSY, LOCKED and
+-- their extended codes): waited out.
+local SQLITE_BUSY = { [5] = true, [6] = true, [261] = true, [262] = true, [517] = true }
+local SQLITE_WAIT_FIRST, SQLITE_WAIT_MAX = 0.005, 0.1
+
+drivers.sqlite = {
+    -- the write lock at once: a transaction that read and then waits to write could
+    -- wait forever for another that read too (SQLite does not wait them out)
+    begin = "BEGIN IMMEDIATE",
+    settings = function()
+        local u = database_url()
+        local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
+        if not path then
+            local app = require("luaworker.settings").app_dir()
+            if app then path = app .. "/database/database.sqlite" end
+        end
+        if not path then
+            error("luaworker.db: the sqlite connection needs DB_DATABASE (the database file), or "
+                .. "--env-file for the app's database/database.sqlite", 5)
+        end
+        return { path = path }
+    end,
+    connect = function(db)
+        -- a lock is waited out here, without blocking the loop (busy timeout 0)
+        local conn, message = host.sqlite_open(db.settings.path, 0)
+        if not conn then
+            raise("HY000", "[14] " .. message, "(connecting to " .. db.name .. ")", true)
+        end
+        return conn
+    end,
+    alive = function() return true end,
+    in_transaction = function(conn) return host.sqlite_in_transaction(conn) end,
+    close = function(conn) host.sqlite_close(conn) end,
+    query = function(conn, sql, bindings, n)
+        local params = {}
+        for i = 1, n do
+            local v = binding(bindings[i], i)
+            if v == nil then v = false end
+            params[i] = v
+        end
+        local wait = SQLITE_WAIT_FIRST
+        while true do
+            local ok, a, b, kind = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
+            if ok then return a, b end
+            if kind == "memory" then raise_text(a, sql) end
+            if not SQLITE_BUSY[b] then raise("HY000", "General error: " .. b .. " " .. a, sql) end
+            host.sleep(wait)
+            wait = math.min(wait * 2, SQLITE_WAIT_MAX)
+        end
+    end,
+}
+
+-- The driver for the app's connection name: the driver, its name, its settings.
+-- Raises for a driver luaworker does not have.
+function M.driver(name)
+    -- DATABASE_URL's scheme names the driver, as in Laravel
+    local u = database_url()
+    local driver_name = u and u.driver or DRIVERS[name] or name
+    local driver = drivers[driver_name]
+    if not driver then
+        error("luaworker.db: connection " .. name .. " (driver " .. driver_name
+            .. ") is not supported yet: pgsql, mysql, mariadb and sqlite are", 3)
+    end
+    return driver, driver_name, driver.settings()
+end
+
+-- The default connection's name: DB_CONNECTION, else mysql (Laravel's default).
+function M.default_name()
+    return env("DB_CONNECTION", "mysql")
+end
+
+return M
