@@ -121,14 +121,18 @@ describe("Bus::batch jobs", function()
 local luaworker = require "luaworker"
 luaworker.dispatch("App\\Jobs\\Batched", { n = 2, fail = false }, { batch = "]] .. id .. [[" })
 print(pcall(luaworker.dispatch, "App\\Jobs\\Batched", { n = 3 }, { batch = "no-such-batch" }))
+-- inside a handler's transaction, the batch's bookkeeping is a savepoint of it
+luaworker.db():transaction(function()
+    luaworker.dispatch("App\\Jobs\\Batched", { n = 4, fail = false }, { batch = "]] .. id .. [[" })
+end)
 ]])
         local r = H.run({ "lua", APP_ENV, script })
         assert.are.equal(0, r.status, r.stderr)
         assert.matches("^false\tluaworker.dispatch: batch no%-such%-batch has no row in job_batches", r.stdout)
-        assert.are.equal("2|2|0\n", sqlite("select total_jobs, pending_jobs, finished_at is not null "
+        assert.are.equal("3|3|0\n", sqlite("select total_jobs, pending_jobs, finished_at is not null "
             .. "from job_batches"))
         php_run()
-        assert.are.equal("2|0|1|[]\n", sqlite("select total_jobs, pending_jobs, finished_at is not null, "
+        assert.are.equal("3|0|1|[]\n", sqlite("select total_jobs, pending_jobs, finished_at is not null, "
             .. "failed_job_ids from job_batches"))
     end)
 
