@@ -181,6 +181,9 @@ for _, opts in ipairs({
     { url = "http://127.0.0.1:PORT/", body = 5 },
     { url = "http://127.0.0.1:PORT/", timeout = -1 },
     { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = "a\r\nX-Injected: 1" } },
+    { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = { "a", "b\0c" } } },
+    { url = "http://127.0.0.1:PORT/", headers = { ["X\0A"] = "a" } },
+    { url = "http://127.0.0.1:PORT/a\0b" },
 }) do
     local ok, err = pcall(http.request, opts)
     print(ok, err)
@@ -193,6 +196,10 @@ end
         assert.matches("body must be a string, got number", lines[3], 1, true)
         assert.matches("timeout must be a number >= 0, got -1", lines[4], 1, true)
         assert.matches("the value of header X-A has a line break", lines[5], 1, true)
+        assert.matches("the value of header X-A has a NUL byte", lines[6], 1, true)
+        assert.matches("header name X\\0A has a NUL byte", lines[7], 1, true)
+        assert.matches("url must have no NUL byte, got http://127.0.0.1:" .. port .. "/a\\0b", lines[8], 1, true)
+        assert.are.equal(8, #lines)
     end)
 
     describe("in a worker with jobs in flight", function()
