@@ -156,6 +156,26 @@ print(ok, err.message)
             .. "http://127.0.0.1:" .. port .. "/big\n", out)
     end)
 
+    it("takes max_size = 0 as no byte of body, 1 as one byte, no max_size as no limit", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+for _, case in ipairs({
+    { "/big?bytes=0", { max_size = 0 } },
+    { "/big?bytes=1", { max_size = 0 } },
+    { "/big?bytes=1", { max_size = 1 } },
+    { "/big?bytes=2", { max_size = 1 } },
+    { "/big?bytes=3000000", {} },
+}) do
+    local ok, r = pcall(http.get, "http://127.0.0.1:PORT" .. case[1], case[2])
+    print(ok, ok and #r.body or r.message)
+end
+]])
+        local big = "http://127.0.0.1:" .. port .. "/big"
+        assert.are.equal("true\t0\nfalse\tthe response is larger than the limit of 0 bytes for " .. big
+            .. "\ntrue\t1\nfalse\tthe response is larger than the limit of 1 byte for " .. big
+            .. "\ntrue\t3000000\n", out)
+    end)
+
     it("verifies https against the CA bundle named by CURL_CA_BUNDLE, refuses an untrusted "
         .. "certificate, and takes it with verify = false", function()
         local out = run_lua([[

@@ -4,6 +4,7 @@
 --   request{method=, url=, headers=, body=, timeout=, verify=, redirects=,
 --           max_size=} -> {status=, headers= (lower-case names), body=}
 --   get(url, opts), post(url, body, opts)
+-- max_size: the most bytes of body taken (0: none); not given, no limit.
 -- A header name or value with a byte that would end or cut its line (CR, LF,
 -- NUL), or a url with a NUL, is refused.
 -- A network error, a timeout or a response over max_size raises an
@@ -122,7 +123,7 @@ function M.request(opts)
         timeout = opts.timeout or M.TIMEOUT,
         verify = opts.verify ~= false,
         redirects = redirects,
-        max_size = opts.max_size or 0,
+        max_size = opts.max_size,
     })
     if not ok then fail(status, opts.url) end
     return { status = status, headers = parse_headers(block), body = body }

@@ -151,8 +151,8 @@ static void deliver(struct http_request *r)
         resp.body = r->body.data ? r->body.data : "";
         resp.body_len = r->body.len;
     } else if (r->too_large) {
-        snprintf(error, sizeof error, "the response is larger than the limit of %zu bytes",
-                 r->max_size);
+        snprintf(error, sizeof error, "the response is larger than the limit of %zu byte%s",
+                 r->max_size, r->max_size == 1 ? "" : "s");
         resp.error = error;
     } else {
         snprintf(error, sizeof error, "cURL error %d: %s", (int)r->code,
@@ -268,7 +268,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *userp)
 {
     struct http_request *r = userp;
     size_t len = size * n;
-    if (r->max_size && r->body.len + len > r->max_size) {
+    if (len > r->max_size - r->body.len) {
         r->too_large = 1;
         return 0;
     }

@@ -25,7 +25,7 @@ struct http_options {
     double timeout;                 /* seconds for the whole request; 0: none */
     int verify;                     /* verify the peer's certificate and name */
     long redirects;                 /* redirects to follow at most; 0: none */
-    size_t max_size;                /* the most bytes of body to take; 0: no limit */
+    size_t max_size;                /* the most bytes of body to take; SIZE_MAX: no limit */
 };
 
 /* A finished request: error NULL and the last response's status, header block
