@@ -1,12 +1,13 @@
 -- luaworker.http: HTTP requests from handlers that wait without holding up the
 -- worker (host.http_request: libcurl's multi interface on the worker's loop); the
 -- other jobs in flight run meanwhile.
---   request{method=, url=, headers=, body=, timeout=, verify=, redirects=,
+--   request{method=, url=, headers=, body=, timeout=, verify=, follow=, redirects=,
 --           max_size=} -> {status=, headers= (lower-case names), body=}
 --   get(url, opts), post(url, body, opts)
--- max_size: the most bytes of body taken (0: none); not given, no limit.
--- A header name or value with a byte that would end or cut its line (CR, LF,
--- NUL), or a url with a NUL, is refused.
+-- Redirects are followed as Laravel's client (Guzzle's RedirectMiddleware) follows
+-- them (see http_client.h). max_size: the most bytes of body taken (0: none); not
+-- given, no limit. A header name or value with a byte that would end or cut its
+-- line (CR, LF, NUL), or a url with a NUL, is refused.
 -- A network error, a timeout or a response over max_size raises an
 -- Illuminate\Http\Client\ConnectionException (as Laravel's Http client) whose
 -- message names the URL without its credentials, query or fragment. Any status is
