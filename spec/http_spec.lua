@@ -117,6 +117,115 @@ print(r.status, require("cjson").decode(r.body).path)
         assert.are.equal("503\n404\n302\t/echo\n200\t/echo\n", out)
     end)
 
+    -- The script's redirect(code, to): the path of a /redirect answering code with
+    -- Location: to; and print_hops(r): r's status, then each request the server saw
+    -- on the way, as JSON (the server's log of them is emptied first).
+    local REDIRECT = [[
+local http = require("luaworker").http
+http.get("http://127.0.0.1:PORT/hops")
+local function redirect(code, to)
+    return "/redirect?code=" .. code .. "&to=" .. to:gsub("[?&=%%]", function(c)
+        return string.format("%%%02X", c:byte()) end)
+end
+local function print_hops(r)
+    print(r.status .. "\t" .. http.get("http://127.0.0.1:PORT/hops").body)
+end
+]]
+
+    -- Each line of out: status, then the hops (method, path, body and the headers the
+    -- server logs).
+    local function hops_of(out)
+        local lines = {}
+        for status, hops in out:gmatch("(%d+)\t([^\n]*)\n") do
+            lines[#lines + 1] = { status = tonumber(status), hops = cjson.decode(hops) }
+        end
+        return lines
+    end
+
+    -- A hop as the server logs it: body (nil: none) and its Content-Type and
+    -- Content-Length, X-Token: t on every hop.
+    local function hop(method, path, body)
+        return { method = method, path = path, body = body or "", ["x-token"] = "t",
+            ["content-type"] = body and "text/plain", ["content-length"] = body and tostring(#body) }
+    end
+
+    it("follows a redirect as Laravel's client does: after a 303, or a 300 to 302, a method other "
+        .. "than GET, HEAD and OPTIONS goes on as GET, and the body and its headers are dropped; "
+        .. "307 and 308 keep the method and the body", function()
+        local cases = {
+            { "DELETE", 303, nil, { hop("DELETE", "/redirect"), hop("GET", "/echo") } },
+            { "PUT", 302, "put", { hop("PUT", "/redirect", "put"), hop("GET", "/echo") } },
+            { "POST", 301, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo") } },
+            { "POST", 303, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo") } },
+            { "PATCH", 300, "patch", { hop("PATCH", "/redirect", "patch"), hop("GET", "/echo") } },
+            { "HEAD", 303, nil, { hop("HEAD", "/redirect"), hop("HEAD", "/echo") } },
+            { "OPTIONS", 302, "opt", { hop("OPTIONS", "/redirect", "opt"), hop("OPTIONS", "/echo") } },
+            { "GET", 301, nil, { hop("GET", "/redirect"), hop("GET", "/echo") } },
+            { "PUT", 307, "put", { hop("PUT", "/redirect", "put"), hop("PUT", "/echo", "put") } },
+            { "POST", 308, "post", { hop("POST", "/redirect", "post"), hop("POST", "/echo", "post") } },
+            { "DELETE", 307, nil, { hop("DELETE", "/redirect"), hop("DELETE", "/echo") } },
+            -- each hop by its own status: kept by the 307, made a GET by the 303
+            { "PUT", "307,303", "put", { hop("PUT", "/redirect", "put"), hop("PUT", "/redirect", "put"),
+                hop("GET", "/echo") } },
+        }
+        local script = { REDIRECT }
+        for _, case in ipairs(cases) do
+            local to = [["/echo"]]
+            local codes = {}
+            for code in tostring(case[2]):gmatch("%d+") do codes[#codes + 1] = code end
+            for i = #codes, 1, -1 do to = string.format("redirect(%s, %s)", codes[i], to) end
+            script[#script + 1] = string.format([[
+print_hops(http.request({ method = %q, url = "http://127.0.0.1:PORT" .. %s, body = %s,
+    headers = { ["Content-Type"] = %s, ["X-Token"] = "t" }, follow = true }))
+]], case[1], to, case[3] and string.format("%q", case[3]) or "nil",
+                case[3] and [["text/plain"]] or "nil")
+        end
+        local lines = hops_of(run_lua(table.concat(script)))
+        assert.are.equal(#cases, #lines)
+        for i, case in ipairs(cases) do
+            assert.are.same({ case[1] .. " " .. case[2], 200, case[4] },
+                { case[1] .. " " .. case[2], lines[i].status, lines[i].hops })
+        end
+    end)
+
+    it("sends Authorization and Cookie to the origin given only: after a redirect to another "
+        .. "host, port or scheme they are gone, also from the later hops", function()
+        local lines = hops_of(run_lua(REDIRECT .. [[
+print_hops(http.get("http://127.0.0.1:PORT" .. redirect(302, redirect(302, "http://localhost:PORT"
+    .. redirect(302, "http://127.0.0.1:PORT/echo"))), { follow = true,
+    headers = { Authorization = "Bearer secret", Cookie = "session=s", ["X-Token"] = "t" } }))
+print_hops(http.get("http://user:pass@127.0.0.1:PORT" .. redirect(302, redirect(302,
+    "http://localhost:PORT/echo")), { follow = true, headers = { ["X-Token"] = "t" } }))
+]]))
+        local function with(h, fields)
+            for k, v in pairs(fields) do h[k] = v end
+            return h
+        end
+        local creds = { authorization = "Bearer secret", cookie = "session=s" }
+        assert.are.same({ with(hop("GET", "/redirect"), creds), with(hop("GET", "/redirect"), creds),
+            hop("GET", "/redirect"), hop("GET", "/echo") }, lines[1].hops)
+        local basic = { authorization = "Basic dXNlcjpwYXNz" }
+        assert.are.same({ with(hop("GET", "/redirect"), basic), with(hop("GET", "/redirect"), basic),
+            hop("GET", "/echo") }, lines[2].hops)
+    end)
+
+    it("refuses a redirect to a scheme other than http and https, and one past the limit", function()
+        local out = run_lua(REDIRECT .. [[
+for _, case in ipairs({
+    { redirect(302, "file:///etc/passwd"), { follow = true } },
+    { redirect(301, redirect(302, "/echo")), { redirects = 1 } },
+    { redirect(307, redirect(308, "/echo")), { redirects = 2 } },
+}) do
+    local ok, r = pcall(http.get, "http://127.0.0.1:PORT" .. case[1], case[2])
+    print(ok, ok and r.status or r.message)
+end
+]])
+        assert.are.equal("false\tcURL error 1: Protocol \"file\" not supported or disabled in libcurl for "
+            .. "http://127.0.0.1:" .. port .. "/redirect\n"
+            .. "false\tcURL error 47: Maximum (1) redirects followed for http://127.0.0.1:" .. port
+            .. "/redirect\ntrue\t200\n", out)
+    end)
+
     it("reuses a connection per host", function()
         local before = stats().connections
         run_lua([[
@@ -156,6 +265,28 @@ print(ok, err.message)
             .. "http://127.0.0.1:" .. port .. "/big\n", out)
     end)
 
+    it("takes max_size = 0 as no byte of body, 1 as one byte, no max_size as no limit, and "
+        .. "counts the body of the response returned only, not those of the redirects", function()
+        local out = run_lua([[
+local http = require("luaworker").http
+for _, case in ipairs({
+    { "/big?bytes=0", { max_size = 0 } },
+    { "/big?bytes=1", { max_size = 0 } },
+    { "/big?bytes=1", { max_size = 1 } },
+    { "/big?bytes=2", { max_size = 1 } },
+    { "/big?bytes=3000000", {} },
+    { "/redirect?to=%2Fbig%3Fbytes%3D10&bytes=1000", { max_size = 10, follow = true } },
+}) do
+    local ok, r = pcall(http.get, "http://127.0.0.1:PORT" .. case[1], case[2])
+    print(ok, ok and #r.body or r.message)
+end
+]])
+        local big = "http://127.0.0.1:" .. port .. "/big"
+        assert.are.equal("true\t0\nfalse\tthe response is larger than the limit of 0 bytes for " .. big
+            .. "\ntrue\t1\nfalse\tthe response is larger than the limit of 1 byte for " .. big
+            .. "\ntrue\t3000000\ntrue\t10\n", out)
+    end)
+
     it("verifies https against the CA bundle named by CURL_CA_BUNDLE, refuses an untrusted "
         .. "certificate, and takes it with verify = false", function()
         local out = run_lua([[
@@ -181,6 +312,9 @@ for _, opts in ipairs({
     { url = "http://127.0.0.1:PORT/", body = 5 },
     { url = "http://127.0.0.1:PORT/", timeout = -1 },
     { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = "a\r\nX-Injected: 1" } },
+    { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = { "a", "b\0c" } } },
+    { url = "http://127.0.0.1:PORT/", headers = { ["X\0A"] = "a" } },
+    { url = "http://127.0.0.1:PORT/a\0b" },
 }) do
     local ok, err = pcall(http.request, opts)
     print(ok, err)
@@ -193,6 +327,11 @@ end
         assert.matches("body must be a string, got number", lines[3], 1, true)
         assert.matches("timeout must be a number >= 0, got -1", lines[4], 1, true)
         assert.matches("the value of header X-A has a line break", lines[5], 1, true)
+        assert.matches("the value of header X-A has a NUL byte", lines[6], 1, true)
+        assert.matches("header name X\\0A has a NUL byte", lines[7], 1, true)
+        assert.matches("url must have no NUL byte, got http://127.0.0.1:" .. port .. "/a\\0b", lines[8],
+            1, true)
+        assert.are.equal(8, #lines)
     end)
 
     describe("in a worker with jobs in flight", function()

@@ -1,5 +1,6 @@
 #include "host/host_http.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,9 +77,9 @@ static double opt_number(lua_State *L, const char *name, double def)
 }
 
 /* host.http_request{method=, url=, headers={"Name: value", ...}, body=, timeout=,
- * verify=, redirects=, max_size=} -> true, status, header block, body | false,
- * message. Checked by luaworker.http first. Yields until the response. The strings
- * are copied by libcurl before this returns. */
+ * verify=, redirects=, max_size= (nil: no limit)} -> true, status, header block,
+ * body | false, message. Checked by luaworker.http first. Yields until the
+ * response. The strings are copied before this returns. */
 static int l_host_http_request(lua_State *L)
 {
     struct host *h = host_of(L);
@@ -92,7 +93,8 @@ static int l_host_http_request(lua_State *L)
     o.body = opt_string(L, "body", NULL, &o.body_len);
     o.timeout = opt_number(L, "timeout", 0);
     o.redirects = (long)opt_number(L, "redirects", 0);
-    o.max_size = (size_t)opt_number(L, "max_size", 0);
+    double max_size = opt_number(L, "max_size", -1);   /* not given: no limit */
+    o.max_size = max_size < 0 || max_size >= (double)SIZE_MAX ? SIZE_MAX : (size_t)max_size;
     lua_getfield(L, 1, "verify");
     o.verify = lua_isnil(L, -1) || lua_toboolean(L, -1);
     lua_pop(L, 1);

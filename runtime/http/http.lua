@@ -1,9 +1,13 @@
 -- luaworker.http: HTTP requests from handlers that wait without holding up the
 -- worker (host.http_request: libcurl's multi interface on the worker's loop); the
 -- other jobs in flight run meanwhile.
---   request{method=, url=, headers=, body=, timeout=, verify=, redirects=,
+--   request{method=, url=, headers=, body=, timeout=, verify=, follow=, redirects=,
 --           max_size=} -> {status=, headers= (lower-case names), body=}
 --   get(url, opts), post(url, body, opts)
+-- Redirects are followed as Laravel's client (Guzzle's RedirectMiddleware) follows
+-- them (see http_client.h). max_size: the most bytes of body taken (0: none); not
+-- given, no limit. A header name or value with a byte that would end or cut its
+-- line (CR, LF, NUL), or a url with a NUL, is refused.
 -- A network error, a timeout or a response over max_size raises an
 -- Illuminate\Http\Client\ConnectionException (as Laravel's Http client) whose
 -- message names the URL without its credentials, query or fragment. Any status is
@@ -27,6 +31,11 @@ function M.redact(url)
     return scheme .. authority .. path:gsub("[?#].*$", "")
 end
 
+-- s for a message: its control bytes as Lua escapes ("\0").
+local function shown(s)
+    return (tostring(s):gsub("%c", function(c) return "\\" .. c:byte() end))
+end
+
 local function fail(message, url)
     -- luaworker (which has this module as luaworker.http) is loaded by then
     error(require("luaworker").exception(CONNECTION_EXCEPTION,
@@ -38,14 +47,20 @@ end
 local function header_lines(headers)
     local lines = {}
     for name, value in pairs(headers or {}) do
+        if type(name) == "string" and name:find("%z") then
+            error("luaworker.http: header name " .. shown(name) .. " has a NUL byte", 4)
+        end
         if type(name) ~= "string" or name:find("[%c:]") then
-            error("luaworker.http: header name " .. tostring(name) .. " is not a header name", 4)
+            error("luaworker.http: header name " .. shown(name) .. " is not a header name", 4)
         end
         local values = type(value) == "table" and value or { value }
         for _, v in ipairs(values) do
             v = tostring(v)
             if v:find("[\r\n]") then
                 error("luaworker.http: the value of header " .. name .. " has a line break", 4)
+            end
+            if v:find("%z") then
+                error("luaworker.http: the value of header " .. name .. " has a NUL byte", 4)
             end
             lines[#lines + 1] = name .. ": " .. v
         end
@@ -73,7 +88,11 @@ local function check(opts)
     end
     if type(opts.url) ~= "string" or not opts.url:match("^[hH][tT][tT][pP][sS]?://") then
         error("luaworker.http.request: url must be an http:// or https:// URL, got "
-            .. (type(opts.url) == "string" and M.redact(opts.url) or type(opts.url)), 3)
+            .. (type(opts.url) == "string" and shown(M.redact(opts.url)) or type(opts.url)), 3)
+    end
+    if opts.url:find("%z") then
+        error("luaworker.http.request: url must have no NUL byte, got "
+            .. shown(M.redact(opts.url)), 3)
     end
     local method = opts.method or "GET"
     if type(method) ~= "string" or not method:match("^%u+$") then
@@ -105,7 +124,7 @@ function M.request(opts)
         timeout = opts.timeout or M.TIMEOUT,
         verify = opts.verify ~= false,
         redirects = redirects,
-        max_size = opts.max_size or 0,
+        max_size = opts.max_size,
     })
     if not ok then fail(status, opts.url) end
     return { status = status, headers = parse_headers(block), body = body }

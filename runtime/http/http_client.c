@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -28,6 +29,11 @@ static struct {
     const char *(*easy_strerror)(CURLcode code);
     struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
     void (*slist_free_all)(struct curl_slist *list);
+    CURLU *(*url)(void);
+    void (*url_cleanup)(CURLU *u);
+    CURLUcode (*url_set)(CURLU *u, CURLUPart part, const char *content, unsigned int flags);
+    CURLUcode (*url_get)(const CURLU *u, CURLUPart part, char **content, unsigned int flags);
+    void (*free)(void *p);
 } curl;
 
 static struct lazy_lib libcurl = {
@@ -44,7 +50,8 @@ static int load_curl(char *err, size_t errlen)
         FN(multi_socket_action), FN(multi_info_read), FN(multi_add_handle),
         FN(multi_remove_handle), FN(multi_assign), FN(multi_strerror), FN(easy_init),
         FN(easy_setopt), FN(easy_getinfo), FN(easy_cleanup), FN(easy_strerror),
-        FN(slist_append), FN(slist_free_all),
+        FN(slist_append), FN(slist_free_all), FN(url), FN(url_cleanup), FN(url_set),
+        FN(url_get), FN(free),
 #undef FN
     };
     if (lazy_lib_load(&libcurl, symbols, sizeof symbols / sizeof symbols[0], err, errlen))
@@ -99,11 +106,20 @@ struct http_client {
     struct http_request *requests;  /* under way */
 };
 
+/* A request, over one or more hops (a redirect followed starts another). */
 struct http_request {
     struct http_client *c;
-    CURL *easy;
-    struct curl_slist *headers;
-    struct buffer head, body;
+    CURL *easy;                     /* the hop under way */
+    char *method, *url;             /* the hop's */
+    char *request_body;             /* the hop's; NULL: none */
+    size_t request_body_len;
+    struct curl_slist *headers;     /* the hop's header lines */
+    int verify;
+    double deadline;                /* CLOCK_MONOTONIC seconds; 0: none */
+    long redirects;                 /* the most to follow */
+    long followed;                  /* followed so far */
+    int redirect;                   /* the hop's response is a redirect to follow */
+    struct buffer head, body;       /* the hop's response */
     size_t max_size;
     int too_large;
     http_done_fn *done;
@@ -130,12 +146,18 @@ static void request_free(struct http_request *r)
         curl.easy_cleanup(r->easy);
     }
     curl.slist_free_all(r->headers);
+    free(r->method);
+    free(r->url);
+    free(r->request_body);
     free(r->head.data);
     free(r->body.data);
     free(r);
 }
 
-/* Hands r, finished with code, its response, unless it was cancelled meanwhile. */
+static int follow(struct http_request *r, char *err, size_t errlen);
+
+/* Hands r, finished with code, its response, unless it was cancelled meanwhile; a
+ * redirect to follow starts r's next hop instead. */
 static void deliver(struct http_request *r)
 {
     struct http_response resp = {0};
@@ -144,15 +166,19 @@ static void deliver(struct http_request *r)
         request_free(r);
         return;
     }
-    if (r->code == CURLE_OK) {
+    if (r->code == CURLE_OK && r->redirect) {
+        if (follow(r, error, sizeof error) == 0)
+            return;
+        resp.error = error;
+    } else if (r->code == CURLE_OK) {
         curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
         resp.headers = r->head.data ? r->head.data : "";
         resp.headers_len = r->head.len;
         resp.body = r->body.data ? r->body.data : "";
         resp.body_len = r->body.len;
     } else if (r->too_large) {
-        snprintf(error, sizeof error, "the response is larger than the limit of %zu bytes",
-                 r->max_size);
+        snprintf(error, sizeof error, "the response is larger than the limit of %zu byte%s",
+                 r->max_size, r->max_size == 1 ? "" : "s");
         resp.error = error;
     } else {
         snprintf(error, sizeof error, "cURL error %d: %s", (int)r->code,
@@ -268,7 +294,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *userp)
 {
     struct http_request *r = userp;
     size_t len = size * n;
-    if (r->max_size && r->body.len + len > r->max_size) {
+    if (r->redirect)
+        return len;     /* a redirect's: not kept */
+    if (len > r->max_size - r->body.len) {
         r->too_large = 1;
         return 0;
     }
@@ -276,13 +304,22 @@ static size_t on_body(char *p, size_t size, size_t n, void *userp)
 }
 
 /* Each header line; a status line starts the block of another response (after a
- * redirect, a 100 Continue): the last block is the response's. */
+ * 100 Continue): the last block is the response's. Redirects allowed, r->redirect
+ * says whether the block is a redirect to follow: a 3xx with a Location (libcurl
+ * resolves it, CURLINFO_REDIRECT_URL, once the hop is done). */
 static size_t on_header(char *p, size_t size, size_t n, void *userp)
 {
     struct http_request *r = userp;
     size_t len = size * n;
-    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
+    if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         r->head.len = 0;
+        r->redirect = 0;
+    } else if (r->redirects > 0 && len > 9 && strncasecmp(p, "Location:", 9) == 0
+               && strspn(p + 9, " \t\r\n") < len - 9) {
+        long status = 0;
+        curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        r->redirect = status >= 300 && status < 400;
+    }
     return buffer_add(&r->head, p, len) ? 0 : len;
 }
 
@@ -319,19 +356,182 @@ void http_client_free(struct http_client *c)
     free(c);
 }
 
-/* Sets the method and body of e. */
-static void set_method(CURL *e, const struct http_options *o)
+/* CLOCK_MONOTONIC in seconds. */
+static double monotonic(void)
 {
-    if (o->body) {
-        curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
-        curl.easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body);
-        if (strcasecmp(o->method, "POST") != 0)
-            curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
-    } else if (strcasecmp(o->method, "HEAD") == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sets the method and body of e: r's for its hop. */
+static void set_method(CURL *e, const struct http_request *r)
+{
+    if (r->request_body) {
+        curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->request_body_len);
+        curl.easy_setopt(e, CURLOPT_POSTFIELDS, r->request_body);
+        if (strcasecmp(r->method, "POST") != 0)
+            curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    } else if (strcasecmp(r->method, "HEAD") == 0) {
         curl.easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else if (strcasecmp(o->method, "GET") != 0) {
-        curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
+    } else if (strcasecmp(r->method, "GET") != 0) {
+        curl.easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     }
+}
+
+/* Starts r's hop: a new easy handle for r->method, r->url, r->request_body and
+ * r->headers (which it uses, not copies), added to the multi handle, with what is
+ * left of r's timeout. Returns 0, or -1 with err set. */
+static int hop_start(struct http_request *r, char *err, size_t errlen)
+{
+    CURL *e = r->easy = curl.easy_init();
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    curl.easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl.easy_setopt(e, CURLOPT_ERRORBUFFER, r->error);
+    curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(e, CURLOPT_URL, r->url);
+    curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl.easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl.easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (r->deadline > 0) {
+        double left = r->deadline - monotonic();
+        curl.easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0.001 ? (long)(left * 1000. + 0.5) : 1L);
+    }
+    curl.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, r->verify ? 1L : 0L);
+    curl.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, r->verify ? 2L : 0L);
+    const char *ca = getenv("CURL_CA_BUNDLE");
+    if (!ca || !*ca)
+        ca = getenv("SSL_CERT_FILE");
+    if (ca && *ca)
+        curl.easy_setopt(e, CURLOPT_CAINFO, ca);
+    set_method(e, r);
+    curl.easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    CURLMcode mc = curl.multi_add_handle(r->c->multi, e);
+    if (mc != CURLM_OK) {
+        snprintf(err, errlen, "%s", curl.multi_strerror(mc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes url's origin, "scheme://host:port" (the scheme's port when none is given),
+ * to out. Returns 0, or -1 when libcurl cannot parse url. */
+static int origin_of(const char *url, char *out, size_t outlen)
+{
+    CURLU *u = curl.url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    int rc = -1;
+    if (u && curl.url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl.url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK
+        && curl.url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK
+        && curl.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        int n = snprintf(out, outlen, "%s://%s:%s", scheme, host, port);
+        rc = n >= 0 && (size_t)n < outlen ? 0 : -1;
+    }
+    curl.free(scheme);
+    curl.free(host);
+    curl.free(port);
+    curl.url_cleanup(u);
+    return rc;
+}
+
+/* Whether a and b have one origin (scheme, host and port); not when either cannot
+ * be parsed. */
+static int same_origin(const char *a, const char *b)
+{
+    char oa[600], ob[600];
+    return origin_of(a, oa, sizeof oa) == 0 && origin_of(b, ob, sizeof ob) == 0
+           && strcasecmp(oa, ob) == 0;
+}
+
+/* Whether the header line ("Name: value", "Name;") is name's; with prefix, whether
+ * its name starts with name. */
+static int header_is(const char *line, const char *name, int prefix)
+{
+    size_t n = strlen(name);
+    return strncasecmp(line, name, n) == 0 && (prefix || line[n] == ':' || line[n] == ';');
+}
+
+/* Takes Host from r->headers; with body, the headers of the body (Content-*,
+ * Transfer-Encoding); with credentials, Authorization and Cookie. Returns 0, or -1
+ * out of memory (r->headers then as they were). */
+static int drop_headers(struct http_request *r, int body, int credentials)
+{
+    struct curl_slist *kept = NULL;
+    for (struct curl_slist *l = r->headers; l; l = l->next) {
+        const char *h = l->data;
+        if (header_is(h, "Host", 0)
+            || (body && (header_is(h, "Content-", 1) || header_is(h, "Transfer-Encoding", 0)))
+            || (credentials && (header_is(h, "Authorization", 0) || header_is(h, "Cookie", 0))))
+            continue;
+        struct curl_slist *k = curl.slist_append(kept, h);
+        if (!k) {
+            curl.slist_free_all(kept);
+            return -1;
+        }
+        kept = k;
+    }
+    curl.slist_free_all(r->headers);
+    r->headers = kept;
+    return 0;
+}
+
+/* Starts r's next hop, to where its hop's response (a redirect) sends it, by the rule
+ * in http_client.h. Returns 0; or -1 with err set (past the limit, out of memory,
+ * the hop not started). */
+static int follow(struct http_request *r, char *err, size_t errlen)
+{
+    if (r->followed == r->redirects) {
+        /* libcurl's words, as when it followed them itself */
+        snprintf(err, errlen, "cURL error %d: Maximum (%ld) redirects followed",
+                 (int)CURLE_TOO_MANY_REDIRECTS, r->redirects);
+        return -1;
+    }
+    long status = 0;
+    char *location = NULL;
+    curl.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl.easy_getinfo(r->easy, CURLINFO_REDIRECT_URL, &location);
+    if (!location) {
+        snprintf(err, errlen, "the Location of the redirect (%ld) is not a URL", status);
+        return -1;
+    }
+    char *url = strdup(location);
+    int as_get = status == 303 || status <= 302;
+    int keeps_method = strcasecmp(r->method, "GET") == 0 || strcasecmp(r->method, "HEAD") == 0
+                       || strcasecmp(r->method, "OPTIONS") == 0;
+    char *method = as_get && !keeps_method ? strdup("GET") : NULL;
+    if (!url || (as_get && !keeps_method && !method)
+        || drop_headers(r, as_get, !same_origin(r->url, url))) {
+        free(url);
+        free(method);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    curl.easy_cleanup(r->easy);
+    r->easy = NULL;
+    free(r->url);
+    r->url = url;
+    if (method) {
+        free(r->method);
+        r->method = method;
+    }
+    if (as_get) {
+        free(r->request_body);
+        r->request_body = NULL;
+        r->request_body_len = 0;
+    }
+    r->followed++;
+    r->redirect = 0;
+    r->head.len = r->body.len = 0;
+    r->error[0] = '\0';
+    r->finished = 0;
+    return hop_start(r, err, errlen);
 }
 
 /* A request that could not start: freed, err set to why. Returns NULL. */
@@ -358,47 +558,31 @@ struct http_request *http_request_start(struct http_client *c, const struct http
     if (c->requests)
         c->requests->prev = r;
     c->requests = r;
-    if (!(r->easy = curl.easy_init()))
-        return start_failed(r, "out of memory", err, errlen);
     r->done = done;
     r->data = data;
     r->max_size = o->max_size;
-    CURL *e = r->easy;
-    curl.easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl.easy_setopt(e, CURLOPT_ERRORBUFFER, r->error);
-    curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl.easy_setopt(e, CURLOPT_URL, o->url);
-    curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl.easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl.easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    r->verify = o->verify;
+    r->redirects = o->redirects > 0 ? o->redirects : 0;
     if (o->timeout > 0)
-        curl.easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000. + 0.5));
-    curl.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o->verify ? 1L : 0L);
-    curl.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o->verify ? 2L : 0L);
-    const char *ca = getenv("CURL_CA_BUNDLE");
-    if (!ca || !*ca)
-        ca = getenv("SSL_CERT_FILE");
-    if (ca && *ca)
-        curl.easy_setopt(e, CURLOPT_CAINFO, ca);
-    if (o->redirects > 0) {
-        curl.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-        curl.easy_setopt(e, CURLOPT_MAXREDIRS, o->redirects);
-        curl.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        r->deadline = monotonic() + o->timeout;
+    if (!(r->method = strdup(o->method)) || !(r->url = strdup(o->url)))
+        return start_failed(r, "out of memory", err, errlen);
+    if (o->body) {
+        if (!(r->request_body = malloc(o->body_len + 1)))
+            return start_failed(r, "out of memory", err, errlen);
+        memcpy(r->request_body, o->body, o->body_len);
+        r->request_body[o->body_len] = '\0';
+        r->request_body_len = o->body_len;
     }
-    set_method(e, o);
     for (size_t i = 0; i < o->nheaders; i++) {
         struct curl_slist *l = curl.slist_append(r->headers, o->headers[i]);
         if (!l)
             return start_failed(r, "out of memory", err, errlen);
         r->headers = l;
     }
-    curl.easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
-    CURLMcode mc = curl.multi_add_handle(c->multi, e);
-    if (mc != CURLM_OK)
-        return start_failed(r, curl.multi_strerror(mc), err, errlen);
+    char why[256];
+    if (hop_start(r, why, sizeof why))
+        return start_failed(r, why, err, errlen);
     return r;
 }
 

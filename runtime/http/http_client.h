@@ -25,7 +25,7 @@ struct http_options {
     double timeout;                 /* seconds for the whole request; 0: none */
     int verify;                     /* verify the peer's certificate and name */
     long redirects;                 /* redirects to follow at most; 0: none */
-    size_t max_size;                /* the most bytes of body to take; 0: no limit */
+    size_t max_size;                /* the most bytes of body to take; SIZE_MAX: no limit */
 };
 
 /* A finished request: error NULL and the last response's status, header block
@@ -50,7 +50,20 @@ struct http_client *http_client_new(struct ev_loop *loop, char *err, size_t errl
 void http_client_free(struct http_client *c);
 
 /* Starts a request; done(data, response) once it ends. Returns it, or NULL with err
- * set (done is then never called). */
+ * set (done is then never called).
+ *
+ * Redirects (a 3xx with a Location, up to o->redirects of them, the next one an
+ * error) are followed as Laravel's client follows them (Guzzle's
+ * RedirectMiddleware::modifyRequest, not strict), one request per hop: after a 303,
+ * or a 300, 301 or 302, the request goes on as GET (GET, HEAD and OPTIONS keep
+ * their method) without its body, and without the headers of the body (Content-*
+ * and Transfer-Encoding: Guzzle keeps a Content-Type given, browsers drop it, as
+ * there is no body left for it to describe); after any other 3xx, with its method
+ * and body. Only http and https are followed. A Host header given goes at the first
+ * redirect (each hop's is its URL's); Authorization and Cookie go at the first
+ * redirect to another origin (scheme, host or port), and do not come back. The body
+ * of a redirect is not kept nor counted against max_size; the timeout is for all
+ * the hops together. */
 struct http_request *http_request_start(struct http_client *c, const struct http_options *o,
                                         http_done_fn *done, void *data, char *err,
                                         size_t errlen);
