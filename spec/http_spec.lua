@@ -143,30 +143,31 @@ end
     end
 
     -- A hop as the server logs it: body (nil: none) and its Content-Type and
-    -- Content-Length, X-Token: t on every hop.
-    local function hop(method, path, body)
+    -- Content-Length, X-Token: t on every hop; typed: a Content-Type without a body
+    -- (kept from a request made a GET, as Guzzle keeps it).
+    local function hop(method, path, body, typed)
         return { method = method, path = path, body = body or "", ["x-token"] = "t",
-            ["content-type"] = body and "text/plain", ["content-length"] = body and tostring(#body) }
+            ["content-type"] = (body or typed) and "text/plain", ["content-length"] = body and tostring(#body) }
     end
 
     it("follows a redirect as Laravel's client does: after a 303, or a 300 to 302, a method other "
-        .. "than GET, HEAD and OPTIONS goes on as GET, and the body and its headers are dropped; "
+        .. "than GET, HEAD and OPTIONS goes on as GET, the body and its length dropped; "
         .. "307 and 308 keep the method and the body", function()
         local cases = {
             { "DELETE", 303, nil, { hop("DELETE", "/redirect"), hop("GET", "/echo") } },
-            { "PUT", 302, "put", { hop("PUT", "/redirect", "put"), hop("GET", "/echo") } },
-            { "POST", 301, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo") } },
-            { "POST", 303, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo") } },
-            { "PATCH", 300, "patch", { hop("PATCH", "/redirect", "patch"), hop("GET", "/echo") } },
+            { "PUT", 302, "put", { hop("PUT", "/redirect", "put"), hop("GET", "/echo", nil, true) } },
+            { "POST", 301, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo", nil, true) } },
+            { "POST", 303, "post", { hop("POST", "/redirect", "post"), hop("GET", "/echo", nil, true) } },
+            { "PATCH", 300, "patch", { hop("PATCH", "/redirect", "patch"), hop("GET", "/echo", nil, true) } },
             { "HEAD", 303, nil, { hop("HEAD", "/redirect"), hop("HEAD", "/echo") } },
-            { "OPTIONS", 302, "opt", { hop("OPTIONS", "/redirect", "opt"), hop("OPTIONS", "/echo") } },
+            { "OPTIONS", 302, "opt", { hop("OPTIONS", "/redirect", "opt"), hop("OPTIONS", "/echo", nil, true) } },
             { "GET", 301, nil, { hop("GET", "/redirect"), hop("GET", "/echo") } },
             { "PUT", 307, "put", { hop("PUT", "/redirect", "put"), hop("PUT", "/echo", "put") } },
             { "POST", 308, "post", { hop("POST", "/redirect", "post"), hop("POST", "/echo", "post") } },
             { "DELETE", 307, nil, { hop("DELETE", "/redirect"), hop("DELETE", "/echo") } },
             -- each hop by its own status: kept by the 307, made a GET by the 303
             { "PUT", "307,303", "put", { hop("PUT", "/redirect", "put"), hop("PUT", "/redirect", "put"),
-                hop("GET", "/echo") } },
+                hop("GET", "/echo", nil, true) } },
         }
         local script = { REDIRECT }
         for _, case in ipairs(cases) do

@@ -458,8 +458,9 @@ static int header_is(const char *line, const char *name, int prefix)
     return strncasecmp(line, name, n) == 0 && (prefix || line[n] == ':' || line[n] == ';');
 }
 
-/* Takes Host from r->headers; with body, the headers of the body (Content-*,
- * Transfer-Encoding); with credentials, Authorization and Cookie. Returns 0, or -1
+/* Takes Host from r->headers; with body, the headers of the body's size
+ * (Content-Length, Transfer-Encoding: Guzzle keeps the others, Content-Type among
+ * them); with credentials, Authorization and Cookie. Returns 0, or -1
  * out of memory (r->headers then as they were). */
 static int drop_headers(struct http_request *r, int body, int credentials)
 {
@@ -467,7 +468,7 @@ static int drop_headers(struct http_request *r, int body, int credentials)
     for (struct curl_slist *l = r->headers; l; l = l->next) {
         const char *h = l->data;
         if (header_is(h, "Host", 0)
-            || (body && (header_is(h, "Content-", 1) || header_is(h, "Transfer-Encoding", 0)))
+            || (body && (header_is(h, "Content-Length", 0) || header_is(h, "Transfer-Encoding", 0)))
             || (credentials && (header_is(h, "Authorization", 0) || header_is(h, "Cookie", 0))))
             continue;
         struct curl_slist *k = curl.slist_append(kept, h);

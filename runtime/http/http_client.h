@@ -56,9 +56,9 @@ void http_client_free(struct http_client *c);
  * error) are followed as Laravel's client follows them (Guzzle's
  * RedirectMiddleware::modifyRequest, not strict), one request per hop: after a 303,
  * or a 300, 301 or 302, the request goes on as GET (GET, HEAD and OPTIONS keep
- * their method) without its body, and without the headers of the body (Content-*
- * and Transfer-Encoding: Guzzle keeps a Content-Type given, browsers drop it, as
- * there is no body left for it to describe); after any other 3xx, with its method
+ * their method) without its body and the headers of its size (Content-Length,
+ * Transfer-Encoding; a Content-Type given stays, as Guzzle keeps it); after any
+ * other 3xx, with its method
  * and body. Only http and https are followed. A Host header given goes at the first
  * redirect (each hop's is its URL's); Authorization and Cookie go at the first
  * redirect to another origin (scheme, host or port), and do not come back. The body
