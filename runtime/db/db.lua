@@ -35,9 +35,48 @@
 -- notices a client gone before the statement ends.
 local host = require "luaworker.host"
 local task = require "luaworker.task"
+local settings = require "luaworker.settings"
 local drivers = require "luaworker.db_drivers"
 
 local M = {}
+
+local QUERY_EXCEPTION = "Illuminate\\Database\\QueryException"
+
+-- What Laravel's QueryException adds to the driver's message, by version: 8 and 9
+-- " (SQL: <sql>)"; 10.0+ " (Connection: <name>, SQL: <sql>)"; 12.45+ with the
+-- connection's details after its name (", Host: h, Port: p, Database: d"; a socket
+-- as ", Socket: s"; SQLite only its database). The SQL is the statement as written:
+-- Laravel puts the bindings in, luaworker leaves them out (they may be secrets).
+local function context(db, sql)
+    if not settings.laravel_at_least(10, 0) then return " (SQL: " .. sql .. ")" end
+    local details = ""
+    if settings.laravel_at_least(12, 45) then
+        local d = db.driver.details(db.settings)
+        local parts = {}
+        if db.driver_name ~= "sqlite" then
+            if d.socket then
+                parts[#parts + 1] = "Socket: " .. d.socket
+            else
+                parts[#parts + 1] = "Host: " .. tostring(d.host or "")
+                parts[#parts + 1] = "Port: " .. tostring(d.port or "")
+            end
+        end
+        parts[#parts + 1] = "Database: " .. tostring(d.database or "")
+        details = ", " .. table.concat(parts, ", ")
+    end
+    return " (Connection: " .. db.name .. details .. ", SQL: " .. sql .. ")"
+end
+
+-- Raises err, a driver's error made the QueryException of sql on db (its message,
+-- class, sqlstate and whether the connection was lost); another error as it is.
+local function raise(db, err, sql)
+    if not drivers.is_error(err) then error(err, 0) end
+    -- luaworker (the handlers' module, which loads this one) is loaded by then
+    local e = require("luaworker").exception(QUERY_EXCEPTION, err.text .. context(db, sql))
+    e.sqlstate, e.connection = err.state, db.name
+    if err.lost then e.lost_connection = true end
+    error(e, 0)
+end
 
 -- Whether err is a QueryException of a connection that failed or could not be made
 -- (the database is down or unreachable), rather than of the statement.
@@ -130,10 +169,11 @@ local function give_back(db, conn)
     wake_one(db)
 end
 
--- Takes a connection of db for the calling job: an idle one, else a new one while
--- fewer than db.size are open, else waits for one. Raises when a connection cannot
--- be made. The caller holds it (task.hold) until it gives it back.
-local function take(db)
+-- Takes a connection of db for the calling job, to run sql: an idle one, else a new
+-- one while fewer than db.size are open, else waits for one. Raises (the
+-- QueryException of sql) when a connection cannot be made. The caller holds it
+-- (task.hold) until it gives it back.
+local function take(db, sql)
     while true do
         local conn = table.remove(db.idle)
         while conn and not db.driver.alive(conn) do
@@ -154,7 +194,7 @@ local function take(db)
             if ok then return made end
             db.open = db.open - 1
             wake_one(db)
-            error(made, 0)
+            raise(db, made, sql)
         end
         wait_turn(db)
     end
@@ -164,11 +204,14 @@ end
 -- closed; neither MySQL nor PostgreSQL (by default) notices that before the
 -- statement ends, so a connection of its own asks the server to end it now.
 local function end_on_server(db, id)
+    local sql = db.driver.ending(id)
     local function ending()
-        local conn = db.driver.connect(db)
-        local ok, err = pcall(db.driver.query, conn, db.driver.ending(id), {}, 0)
+        local ok, conn = pcall(db.driver.connect, db)
+        if not ok then raise(db, conn, sql) end
+        local err
+        ok, err = pcall(db.driver.query, conn, sql, {}, 0)
         db.driver.close(conn)
-        if not ok then error(err, 0) end
+        if not ok then raise(db, err, sql) end
     end
     task.spawn(function(_, ok, err)
         if not ok then
@@ -178,25 +221,29 @@ local function end_on_server(db, id)
     end, nil, ending)
 end
 
--- Runs sql with its n bindings on conn (of db). Returns rows, affected; raises.
+-- Runs sql with its n bindings on conn (of db). Returns rows, affected; raises the
+-- QueryException.
 local function run_on(db, conn, sql, bindings, n)
-    if not db.driver.ending then return db.driver.query(conn, sql, bindings, n) end
-    local id = db.driver.id(conn)
-    local hold = task.hold(function() end_on_server(db, id) end)
+    local hold
+    if db.driver.ending then
+        local id = db.driver.id(conn)
+        hold = task.hold(function() end_on_server(db, id) end)
+    end
     local ok, rows, affected = pcall(db.driver.query, conn, sql, bindings, n)
-    task.let_go(hold)
-    if not ok then error(rows, 0) end
+    if hold then task.let_go(hold) end
+    if not ok then raise(db, rows, sql) end
     return rows, affected
 end
 
 local function run(db, sql, bindings)
     if type(sql) ~= "string" then error("luaworker.db: expected SQL text, got " .. type(sql), 3) end
     bindings = bindings or {}
-    local n = drivers.check_bindings(sql, bindings)
+    local checked, n = pcall(drivers.check_bindings, sql, bindings)
+    if not checked then raise(db, n, sql) end
     local pin = db.pinned[task.current() or false]
     if pin then return run_on(db, pin.conn, sql, bindings, n) end
     for try = 1, 2 do
-        local conn = take(db)
+        local conn = take(db, sql)
         local hold = task.hold(function() discard(db, conn) end)
         local ok, rows, affected = pcall(run_on, db, conn, sql, bindings, n)
         task.let_go(hold)
@@ -240,7 +287,7 @@ function Db:transaction(fn)
     local t = task.current() or false
     local pin = self.pinned[t]
     if pin then return savepoint(self, pin, fn) end
-    local conn = take(self)
+    local conn = take(self, self.driver.begin or "BEGIN")
     local hold = task.hold(function()
         self.pinned[t] = nil
         discard(self, conn)

@@ -1,7 +1,7 @@
 -- luaworker.db_drivers: the database drivers under luaworker.db (pgsql, mysql and
 -- mariadb, sqlite), their settings as the app's config/database.php reads them,
--- bindings as Laravel and PDO send them, and errors worded as Laravel's
--- QueryException.
+-- bindings as Laravel and PDO send them, and errors worded as PDO's (raised as
+-- driver errors, M.fail, which luaworker.db makes Laravel's QueryException).
 --
 -- Settings: DB_HOST, DB_PORT, DB_DATABASE, DB_USERNAME, DB_PASSWORD, DB_SOCKET,
 -- DB_CHARSET, DB_COLLATION, MYSQL_ATTR_SSL_CA, and DATABASE_URL over them (its
@@ -15,8 +15,9 @@
 -- it is. The count of bindings must be the count of `?` placeholders (outside
 -- quotes and comments), else SQLSTATE[HY093], as PDO.
 --
--- A driver: settings() -> what connect needs; connect(db) -> a connection or
--- raises; alive(conn); in_transaction(conn) (optional); close(conn); query(conn,
+-- A driver: settings() -> what connect needs; details(settings) -> {host, port,
+-- database, socket} as Laravel's QueryException names them; connect(db) -> a
+-- connection or raises; alive(conn); in_transaction(conn) (optional); close(conn); query(conn,
 -- sql, bindings) -> rows, affected or raises; begin (optional: the statement that
 -- starts a transaction); for a server that goes on with a statement whose
 -- connection closed: id(conn) -> the connection's id on the server, and ending(id)
@@ -26,8 +27,7 @@ local php = require "luaworker.php"
 
 local M = {}
 
-local QUERY_EXCEPTION = "Illuminate\\Database\\QueryException"
-local CONNECTION_FAILURE = "08006"
+local sqlstates = require "luaworker.sqlstates"
 
 local function env(name, default)
     local v = os.getenv(name)
@@ -35,20 +35,33 @@ local function env(name, default)
     return v
 end
 
--- Raises the QueryException "<text> (SQL: <sql>)"; lost: the connection failed
--- (or could not be made), as luaworker.db's lost_connection tells.
-local function raise_text(text, sql, lost)
-    -- luaworker (the handlers' module, which loads this one) is loaded by then
-    local e = require("luaworker").exception(QUERY_EXCEPTION, text .. " (SQL: " .. sql .. ")")
-    if lost then e.lost_connection = true end
-    error(e, 0)
-end
-M.raise_text = raise_text
+-- A driver's error: text, PDO's message ("SQLSTATE[42P01]: Undefined table: 7
+-- ERROR:  relation ..."); state, its SQLSTATE (nil for one of luaworker's own, a
+-- result too big); lost, whether the connection failed or could not be made.
+-- luaworker.db makes it Laravel's QueryException, adding the SQL and the connection.
+local DriverError = {}
+DriverError.__index = DriverError
 
--- Raises the QueryException "SQLSTATE[<state>]: <message> (SQL: <sql>)".
-local function raise(state, message, sql, lost)
-    raise_text(string.format("SQLSTATE[%s]: %s", state or "HY000", (message or ""):gsub("%s+$", "")),
-        sql, lost)
+local function fail(text, state, lost)
+    error(setmetatable({ text = text, state = state, lost = lost or false }, DriverError), 0)
+end
+M.fail = fail
+
+function M.is_error(v)
+    return getmetatable(v) == DriverError
+end
+
+-- message without the line breaks it ends with, as PDO trims a driver's message.
+local function trimmed(message)
+    return ((message or ""):gsub("[\r\n]+$", ""))
+end
+
+-- PDO's message for a statement's error: "SQLSTATE[<state>]: <PDO's words>: <code>
+-- <message>".
+local function statement_error(state, code, message, lost)
+    state = state or "HY000"
+    fail(string.format("SQLSTATE[%s]: %s: %s %s", state, sqlstates.words(state), tostring(code),
+        trimmed(message)), state, lost)
 end
 
 -- Drivers by Laravel's connection names (config/database.php).
@@ -127,14 +140,14 @@ end
 -- error for what is not a list); returns the count of placeholders.
 function M.check_bindings(sql, bindings)
     if type(bindings) ~= "table" then
-        error("luaworker.db: bindings must be a list, got " .. type(bindings), 4)
+        error("luaworker.db: bindings must be a list, got " .. type(bindings), 0)
     end
     local _, n = numbered(sql)
     local given = table.maxn(bindings)
     if given ~= n then
-        raise("HY093", string.format("Invalid parameter number: number of bound variables does not "
-            .. "match number of tokens (%d bound, %d expected; a NULL is luaworker.null, not nil)",
-            given, n), sql)
+        fail(string.format("SQLSTATE[HY093]: Invalid parameter number: number of bound variables does "
+            .. "not match number of tokens (%d bound, %d expected; a NULL is luaworker.null, not nil)",
+            given, n), "HY093")
     end
     return n
 end
@@ -191,13 +204,15 @@ local drivers = {}
 
 drivers.pgsql = {
     settings = pgsql_settings,
+    details = function(s) return { host = s.host, port = s.port, database = s.dbname } end,
     connect = function(db)
         local conn, message = host.pg_open(db.settings)
         local ok = conn and true
         if conn then ok, message = host.pg_connected(conn) end
         if not ok then
             if conn then host.pg_close(conn) end
-            raise(CONNECTION_FAILURE, message, "(connecting to " .. db.name .. ")", true)
+            -- PDO's form for a failed connect: SQLSTATE[08006] [7] connection to server ...
+            fail(string.format("SQLSTATE[08006] [7] %s", trimmed(message)), "08006", true)
         end
         return conn
     end,
@@ -216,33 +231,16 @@ drivers.pgsql = {
         end
         local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
         if not ok then
-            if kind == "memory" then raise_text(a, sql) end
-            if kind == "connection" then
-                host.pg_close(conn)
-                raise(CONNECTION_FAILURE, a, sql, true)
-            end
-            raise(b, a, sql)
+            if kind == "memory" then fail(a) end
+            if kind == "connection" then host.pg_close(conn) end
+            -- 7: libpq's PGRES_FATAL_ERROR, the code PDO gives every pgsql error
+            statement_error(b, 7, a, kind == "connection")
         end
         return a, b
     end,
 }
 
 -- MySQL / MariaDB (Laravel's mysql connection; mariadb in Laravel 11+) ------------
-
--- PDO's words for the SQLSTATEs MySQL reports most, so that messages read as
--- Laravel's ("SQLSTATE[23000]: Integrity constraint violation: 1062 Duplicate
--- entry ..."); any other state is PDO's "General error".
-local SQLSTATE_WORDS = {
-    ["01000"] = "Warning", ["08004"] = "Connection rejected", ["08S01"] = "Communication link failure",
-    ["21S01"] = "Insert value list does not match column list", ["22001"] = "String data, right truncated",
-    ["22003"] = "Numeric value out of range", ["22007"] = "Invalid datetime format",
-    ["22012"] = "Division by zero", ["23000"] = "Integrity constraint violation",
-    ["25000"] = "Invalid transaction state", ["28000"] = "Invalid authorization specification",
-    ["3D000"] = "Invalid catalog name", ["40001"] = "Serialization failure",
-    ["42000"] = "Syntax error or access violation", ["42S01"] = "Base table or view already exists",
-    ["42S02"] = "Base table or view not found", ["42S21"] = "Column already exists",
-    ["42S22"] = "Column not found", ["HY093"] = "Invalid parameter number",
-}
 
 -- Laravel's MySqlConnector: the connection's charset and collation (DB_CHARSET and
 -- DB_COLLATION as Laravel 11 reads them) and its strict sql_mode, set at each connect.
@@ -268,13 +266,9 @@ local function mysql_settings()
     return s
 end
 
-local function raise_mysql(message, state, errno, sql, lost)
-    raise(state, (SQLSTATE_WORDS[state] or "General error") .. ": " .. errno .. " " .. message, sql,
-        lost)
-end
-
 drivers.mysql = {
     settings = mysql_settings,
+    details = function(s) return { host = s.host, port = s.port, database = s.database, socket = s.socket } end,
     connect = function(db)
         local conn, message = host.mysql_open(db.settings)
         local ok, state, errno = conn and true, "HY000", 2000
@@ -285,8 +279,7 @@ drivers.mysql = {
         if not ok then
             if conn then host.mysql_close(conn) end
             -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
-            raise_text(string.format("SQLSTATE[%s] [%d] %s", state, errno, message),
-                "(connecting to " .. db.name .. ")", true)
+            fail(string.format("SQLSTATE[%s] [%d] %s", state, errno, trimmed(message)), state, true)
         end
         return conn
     end,
@@ -300,9 +293,9 @@ drivers.mysql = {
         for i = 1, n do params[i] = binding(bindings[i], i) end
         local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
         if not ok then
-            if kind == "memory" then raise_text(a, sql) end
+            if kind == "memory" then fail(a) end
             if kind == "connection" then host.mysql_close(conn) end
-            raise_mysql(a, b, errno, sql, kind == "connection")
+            statement_error(b, errno, a, kind == "connection")
         end
         return a, b
     end,
@@ -314,11 +307,16 @@ drivers.mysql = {
 -- their extended codes): waited out.
 local SQLITE_BUSY = { [5] = true, [6] = true, [261] = true, [262] = true, [517] = true }
 local SQLITE_WAIT_FIRST, SQLITE_WAIT_MAX = 0.005, 0.1
+-- The SQLSTATEs PDO gives SQLite's result codes (else HY000): NOTFOUND, INTERRUPT,
+-- NOLFS, TOOBIG, CONSTRAINT.
+local SQLITE_STATES = { [12] = "42S02", [9] = "01002", [22] = "HYC00", [18] = "22001",
+    [19] = "23000" }
 
 drivers.sqlite = {
     -- the write lock at once: a transaction that read and then waits to write could
     -- wait forever for another that read too (SQLite does not wait them out)
     begin = "BEGIN IMMEDIATE",
+    details = function(s) return { database = s.path } end,
     settings = function()
         local u = database_url()
         local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
@@ -335,9 +333,7 @@ drivers.sqlite = {
     connect = function(db)
         -- a lock is waited out here, without blocking the loop (busy timeout 0)
         local conn, message = host.sqlite_open(db.settings.path, 0)
-        if not conn then
-            raise("HY000", "[14] " .. message, "(connecting to " .. db.name .. ")", true)
-        end
+        if not conn then fail("SQLSTATE[HY000] [14] " .. message, "HY000", true) end
         return conn
     end,
     alive = function() return true end,
@@ -354,8 +350,12 @@ drivers.sqlite = {
         while true do
             local ok, a, b, kind = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
             if ok then return a, b end
-            if kind == "memory" then raise_text(a, sql) end
-            if not SQLITE_BUSY[b] then raise("HY000", "General error: " .. b .. " " .. a, sql) end
+            if kind == "memory" then fail(a) end
+            if not SQLITE_BUSY[b] then
+                -- PDO's: the primary result code, and the SQLSTATE it maps it to
+                local code = b % 256
+                statement_error(SQLITE_STATES[code] or "HY000", code, a)
+            end
             host.sleep(wait)
             wait = math.min(wait * 2, SQLITE_WAIT_MAX)
         end

@@ -88,7 +88,9 @@ static void push_value(lua_State *L, const struct pg_api *pq, const PGresult *r,
 }
 
 /* (true, rows, affected) | (false, message, sqlstate, kind): kind "query" for an
- * error of the statement, "connection" when the connection failed (it is closed). */
+ * error of the statement (message: the server's whole report, as libpq formats it:
+ * "ERROR:  ...", its DETAIL, HINT and LINE lines), "connection" when the connection
+ * failed (it is closed). */
 static int push_outcome(lua_State *L, void *data)
 {
     struct outcome *o = data;
@@ -108,9 +110,8 @@ static int push_outcome(lua_State *L, void *data)
     ExecStatusType st = pq->resultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         const char *state = pq->resultErrorField(r, PG_DIAG_SQLSTATE);
-        const char *primary = pq->resultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         lua_pushboolean(L, 0);
-        lua_pushstring(L, primary ? primary : pq->resultErrorMessage(r));
+        lua_pushstring(L, pq->resultErrorMessage(r));
         if (state)
             lua_pushstring(L, state);
         else
