@@ -34,6 +34,10 @@ struct mysql_api {
     MYSQL_ROW (*fetch_row)(MYSQL_RES *res);
     unsigned long *(*fetch_lengths)(MYSQL_RES *res);
     void (*free_result)(MYSQL_RES *res);
+    void (*data_seek)(MYSQL_RES *res, unsigned long long offset);
+    my_bool (*more_results)(MYSQL *mysql);
+    int (*next_result_start)(int *ret, MYSQL *mysql);
+    int (*next_result_cont)(int *ret, MYSQL *mysql, int status);
     MYSQL_STMT *(*stmt_init)(MYSQL *mysql);
     int (*stmt_prepare_start)(int *ret, MYSQL_STMT *stmt, const char *q, unsigned long length);
     int (*stmt_prepare_cont)(int *ret, MYSQL_STMT *stmt, int status);
@@ -47,9 +51,13 @@ struct mysql_api {
     MYSQL_RES *(*stmt_result_metadata)(MYSQL_STMT *stmt);
     my_bool (*stmt_bind_result)(MYSQL_STMT *stmt, MYSQL_BIND *bind);
     int (*stmt_fetch)(MYSQL_STMT *stmt);
+    void (*stmt_data_seek)(MYSQL_STMT *stmt, unsigned long long offset);
     int (*stmt_fetch_column)(MYSQL_STMT *stmt, MYSQL_BIND *bind, unsigned int column,
                              unsigned long offset);
     my_ulonglong (*stmt_affected_rows)(MYSQL_STMT *stmt);
+    my_bool (*stmt_more_results)(MYSQL_STMT *stmt);
+    int (*stmt_next_result_start)(int *ret, MYSQL_STMT *stmt);
+    int (*stmt_next_result_cont)(int *ret, MYSQL_STMT *stmt, int status);
     unsigned int (*stmt_errno)(MYSQL_STMT *stmt);
     const char *(*stmt_error)(MYSQL_STMT *stmt);
     const char *(*stmt_sqlstate)(MYSQL_STMT *stmt);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lauxlib.h>
+
 #include "php/php_meta.h"
 
 /* The bindings at L's index first.. as MYSQL_BINDs: nil or NULL (light userdata)
@@ -90,11 +92,13 @@ static int64_t parse_integer(const char *v, unsigned int is_unsigned)
     return is_unsigned ? (int64_t)strtoull(v, NULL, 10) : (int64_t)strtoll(v, NULL, 10);
 }
 
-/* Rows of the text protocol: text values, numbers for integer and float columns. */
-void mysql_values_push_rows(lua_State *L, const struct mysql_api *my, MYSQL_RES *res)
+/* Rows of the text protocol: text values, numbers for integer and float columns.
+ * From the first row on, so that a second try after a lack of memory gives them all. */
+static void push_rows(lua_State *L, const struct mysql_api *my, MYSQL_RES *res)
 {
     unsigned int cols = my->num_fields(res);
     MYSQL_FIELD *fields = my->fetch_fields(res);
+    my->data_seek(res, 0);
     lua_newtable(L);
     MYSQL_ROW row;
     for (int n = 1; (row = my->fetch_row(res)); n++) {
@@ -125,21 +129,23 @@ struct column {
     my_bool is_null, error;
 };
 
-int mysql_values_push_statement_rows(lua_State *L, const struct mysql_api *my, MYSQL_STMT *stmt,
-                                     char *err, size_t errlen)
+/* Pushes the rows of a prepared statement whose result is stored, meta its result
+ * metadata. Its memory is the Lua heap's (userdata on the stack while the rows are
+ * pushed): a lack of memory raised in the middle leaves nothing to free. Rows from
+ * the first on, so that a second try gives them all. Returns 0; or -1 with nothing
+ * pushed and err set. */
+static int push_statement_rows(lua_State *L, const struct mysql_api *my, MYSQL_STMT *stmt,
+                               MYSQL_RES *meta, char *err, size_t errlen)
 {
-    MYSQL_RES *meta = my->stmt_result_metadata(stmt);
-    unsigned int cols = meta ? my->num_fields(meta) : 0;
-    MYSQL_FIELD *fields = meta ? my->fetch_fields(meta) : NULL;
-    MYSQL_BIND *bind = calloc(cols + 1, sizeof *bind);
-    struct column *col = calloc(cols + 1, sizeof *col);
+    unsigned int cols = my->num_fields(meta);
+    MYSQL_FIELD *fields = my->fetch_fields(meta);
+    MYSQL_BIND *bind = lua_newuserdata(L, (cols + 1) * (sizeof *bind + sizeof(struct column)));
+    struct column *col = (struct column *)(bind + cols + 1);
+    memset(bind, 0, (cols + 1) * (sizeof *bind + sizeof *col));
+    int buffers = lua_gettop(L);
+    lua_pushnil(L);  /* at buffers + 1: the text buffer, a userdata once a value needs it */
     char *text = NULL;
     size_t text_size = 0;
-    int rc = -1;
-    if (!meta || !bind || !col) {
-        snprintf(err, errlen, "%s", meta ? "out of memory" : my->stmt_error(stmt));
-        goto done;
-    }
     for (unsigned int j = 0; j < cols; j++) {
         bind[j].is_null = &col[j].is_null;
         bind[j].error = &col[j].error;
@@ -157,17 +163,19 @@ int mysql_values_push_statement_rows(lua_State *L, const struct mysql_api *my, M
     }
     if (my->stmt_bind_result(stmt, bind)) {
         snprintf(err, errlen, "%s", my->stmt_error(stmt));
-        goto done;
+        lua_settop(L, buffers - 1);
+        return -1;
     }
+    my->stmt_data_seek(stmt, 0);
     lua_newtable(L);
     for (int n = 1;; n++) {
         int f = my->stmt_fetch(stmt);
         if (f == MYSQL_NO_DATA)
             break;
         if (f == 1) {
-            lua_pop(L, 1);
             snprintf(err, errlen, "%s", my->stmt_error(stmt));
-            goto done;
+            lua_settop(L, buffers - 1);
+            return -1;
         }
         lua_createtable(L, 0, (int)cols);
         for (unsigned int j = 0; j < cols; j++) {
@@ -185,14 +193,9 @@ int mysql_values_push_statement_rows(lua_State *L, const struct mysql_api *my, M
                 lua_pushliteral(L, "");
             } else {
                 if (col[j].length + 1 > text_size) {
-                    char *bigger = realloc(text, col[j].length + 1);
-                    if (!bigger) {
-                        lua_pop(L, 2);
-                        snprintf(err, errlen, "out of memory");
-                        goto done;
-                    }
-                    text = bigger;
                     text_size = col[j].length + 1;
+                    text = lua_newuserdata(L, text_size);
+                    lua_replace(L, buffers + 1);
                 }
                 MYSQL_BIND b = { 0 };
                 unsigned long got = 0;
@@ -207,12 +210,87 @@ int mysql_values_push_statement_rows(lua_State *L, const struct mysql_api *my, M
         }
         lua_rawseti(L, -2, n);
     }
-    rc = 0;
-done:
-    free(text);
-    free(col);
-    free(bind);
-    if (meta)
-        my->free_result(meta);
-    return rc;
+    lua_replace(L, buffers);  /* the rows where the buffers were */
+    lua_settop(L, buffers);
+    return 0;
+}
+
+/* (false, message, sqlstate, kind, errno) for o's error. Returns 5. */
+static int push_failure(lua_State *L, const struct mysql_outcome *o)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, o->message);
+    lua_pushstring(L, o->sqlstate);
+    if (o->connection_failed)
+        lua_pushliteral(L, "connection");
+    else
+        lua_pushliteral(L, "query");
+    lua_pushinteger(L, o->error);
+    return 5;
+}
+
+/* Pushes the values kept at ref (a table of them, their count at [0]); returns how
+ * many. Allocates nothing. */
+static int push_kept(lua_State *L, int ref)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    lua_rawgeti(L, -1, 0);
+    int n = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    for (int i = 1; i <= n; i++)
+        lua_rawgeti(L, -i, i);
+    lua_remove(L, -n - 1);
+    return n;
+}
+
+int mysql_values_push_outcome(lua_State *L, const struct mysql_outcome *o)
+{
+    if (o->error)
+        return push_failure(L, o);
+    if (o->kept)
+        return push_kept(L, o->kept);
+    lua_pushboolean(L, 1);
+    if (o->connected)
+        return 1;
+    if (o->res)
+        push_rows(L, o->my, o->res);
+    else
+        lua_newtable(L);
+    lua_pushnumber(L, o->affected);
+    return 3;
+}
+
+int mysql_values_push_statement_outcome(lua_State *L, const struct mysql_api *my,
+                                        MYSQL_STMT *stmt, MYSQL_RES *meta, double affected)
+{
+    struct mysql_outcome o = { .my = my, .error = 2000 };  /* CR_UNKNOWN_ERROR */
+    lua_pushboolean(L, 1);
+    if (push_statement_rows(L, my, stmt, meta, o.message, sizeof o.message)) {
+        lua_pop(L, 1);
+        snprintf(o.sqlstate, sizeof o.sqlstate, "HY000");
+        return push_failure(L, &o);
+    }
+    lua_pushnumber(L, affected);
+    return 3;
+}
+
+int mysql_values_push_too_big(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    lua_pushliteral(L, "HY000");
+    lua_pushliteral(L, "memory");
+    lua_pushinteger(L, 2008);  /* CR_OUT_OF_MEMORY */
+    return 5;
+}
+
+int mysql_values_keep(lua_State *L, int count)
+{
+    lua_createtable(L, count, 1);
+    lua_insert(L, -count - 1);
+    for (int i = count; i >= 1; i--)
+        lua_rawseti(L, -i - 1, i);
+    lua_pushinteger(L, count);
+    lua_rawseti(L, -2, 0);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
 }

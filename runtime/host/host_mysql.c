@@ -1,8 +1,6 @@
 #include "host/host_mysql.h"
 
-#include <math.h>
 #include <stdio.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +14,11 @@
 
 /* What the operation under way continues with (each has Connector/C's _start and
  * _cont): the connection's set-up, a statement without bindings (text protocol:
- * the query, then its rows), or a prepared statement (prepare, execute, its rows). */
-enum step { STEP_NONE, STEP_CONNECT, STEP_QUERY, STEP_STORE, STEP_PREPARE, STEP_EXECUTE,
-            STEP_STMT_STORE };
+ * the query, its rows, then each further result and its rows), or a prepared
+ * statement (prepare, execute, its rows, then each further result and its rows).
+ * Further results are a CALL's: the result sets of its procedure, then its status. */
+enum step { STEP_NONE, STEP_CONNECT, STEP_QUERY, STEP_STORE, STEP_NEXT, STEP_NEXT_STORE,
+            STEP_PREPARE, STEP_EXECUTE, STEP_STMT_STORE, STEP_STMT_NEXT, STEP_STMT_NEXT_STORE };
 
 /* A connection: Connector/C's, in non-blocking mode, its socket watched by the loop
  * while a task waits on it. Owned by its userdata; mysql_close (or its collection)
@@ -36,6 +36,11 @@ struct my_conn {
     MYSQL_STMT *stmt;               /* the prepared statement under way */
     MYSQL_BIND *params;             /* its bindings (one block with their values) */
     unsigned long nparams;
+    /* the statement's first result, held while its further results are drained: */
+    MYSQL_RES *res;                 /* its rows (text protocol), or NULL */
+    int kept;                       /* its values kept in the registry (a prepared
+                                     * statement's), or 0 (luaL_ref never gives 0) */
+    double affected;
     union { MYSQL *mysql; int i; MYSQL_RES *res; } ret;
 };
 
@@ -73,6 +78,24 @@ static void end_statement(struct my_conn *c)
     c->nparams = 0;
 }
 
+/* Lets go of values kept at *ref (none is left at a state's close: its registry
+ * goes with it). */
+static void release_kept(struct host *h, int *ref)
+{
+    if (*ref && !h->closing)
+        luaL_unref(h->L, LUA_REGISTRYINDEX, *ref);
+    *ref = 0;
+}
+
+/* Lets go of the first result held while further results were drained. */
+static void drop_first_result(struct my_conn *c)
+{
+    if (c->res)
+        c->my->free_result(c->res);
+    c->res = NULL;
+    release_kept(c->h, &c->kept);
+}
+
 static void close_conn(struct my_conn *c)
 {
     if (!c->mysql)
@@ -81,86 +104,20 @@ static void close_conn(struct my_conn *c)
     if (c->step != STEP_NONE)
         c->my->cancel(c->mysql);  /* an operation under way: its reads and writes fail */
     end_statement(c);
+    drop_first_result(c);
     c->my->close(c->mysql);
     c->mysql = NULL;
     c->step = STEP_NONE;
     forget_settings(c);
 }
 
-/* What a finished wait hands the task: see push_outcome. */
-struct outcome {
-    const struct mysql_api *my;
-    int connected;                  /* the end of a connection's set-up */
-    MYSQL_RES *res;                 /* rows of a statement without bindings */
-    MYSQL_STMT *stmt;               /* a prepared statement: closed once pushed */
-    int stmt_rows;                  /* ... with its rows stored, to push */
-    double affected;
-    unsigned int error;             /* Connector/C's or the server's error number, or 0 */
-    int connection_failed;
-    char sqlstate[6];
-    char message[512];
-};
-
-/* (true) for a connection set up; (true, rows, affected) for a statement;
- * (false, message, sqlstate, kind, errno): kind "query" for an error of the
- * statement, "connection" when the connection failed (not to be used again). Ends a
- * prepared statement before the task runs on (its close is a write on the
- * connection the task may use next). */
+/* What a finished wait hands the task: mysql_values_push_outcome's values. */
 static int push_outcome(lua_State *L, void *data)
 {
-    struct outcome *o = data;
-    int n = 0;
-    if (!o->error) {
-        lua_pushboolean(L, 1);
-        n = 1;
-    }
-    if (!o->error && !o->connected) {
-        int top = lua_gettop(L);
-        if (o->res) {
-            mysql_values_push_rows(L, o->my, o->res);
-        } else if (!o->stmt_rows) {
-            lua_newtable(L);
-        } else if (mysql_values_push_statement_rows(L, o->my, o->stmt, o->message,
-                                                      sizeof o->message)) {
-            lua_settop(L, top - 1);  /* an error while fetching: pushed below */
-            o->error = 2000;         /* CR_UNKNOWN_ERROR */
-            snprintf(o->sqlstate, sizeof o->sqlstate, "HY000");
-        }
-        if (!o->error) {
-            lua_pushnumber(L, o->affected);
-            n = 3;
-        }
-    }
-    if (o->stmt) {
-        o->my->stmt_close(o->stmt);
-        o->stmt = NULL;
-    }
-    if (!o->error)
-        return n;
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, o->message);
-    lua_pushstring(L, o->sqlstate);
-    if (o->connection_failed)
-        lua_pushliteral(L, "connection");
-    else
-        lua_pushliteral(L, "query");
-    lua_pushinteger(L, o->error);
-    return 5;
+    return mysql_values_push_outcome(L, data);
 }
 
-/* (false, message, "HY000", "memory", 2008): a result that does not fit under
- * --memory-limit (2008: CR_OUT_OF_MEMORY). */
-static int push_too_big(lua_State *L, const char *message)
-{
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
-    lua_pushliteral(L, "HY000");
-    lua_pushliteral(L, "memory");
-    lua_pushinteger(L, 2008);
-    return 5;
-}
-
-static const struct host_pusher outcome_pusher = { push_outcome, push_too_big };
+static const struct host_pusher outcome_pusher = { push_outcome, mysql_values_push_too_big };
 
 /* Client errors (CR_*, 2000-2999) and the server's "connection killed / shutting
  * down" mean the connection cannot go on. */
@@ -169,8 +126,8 @@ static int is_connection_error(unsigned int e)
     return (e >= 2000 && e < 3000) || e == 1053 || e == 1927 || e == 4031;
 }
 
-static void note_error(struct my_conn *c, struct outcome *o, unsigned int e, const char *message,
-                       const char *sqlstate)
+static void note_error(struct my_conn *c, struct mysql_outcome *o, unsigned int e,
+                       const char *message, const char *sqlstate)
 {
     o->error = e ? e : 2000;
     snprintf(o->message, sizeof o->message, "%s", message && *message ? message : "unknown error");
@@ -181,19 +138,27 @@ static void note_error(struct my_conn *c, struct outcome *o, unsigned int e, con
     }
 }
 
-/* Ends the wait under way, resuming its task with o; a connection that failed is
- * closed after. */
-static void finish(struct my_conn *c, struct outcome *o)
+/* Ends the wait under way, resuming its task with o (an error), or with the
+ * statement's first result when o has no error. The prepared statement is closed
+ * before the task runs on: its close is a write on the connection the task may use
+ * next. */
+static void finish(struct my_conn *c, struct mysql_outcome *o)
 {
     struct host_waiter *w = c->w;
     struct host *h = c->h;
     c->w = NULL;
     c->step = STEP_NONE;
     stop_io(c);
-    o->stmt = c->stmt;
-    c->stmt = NULL;
-    free(c->params);
-    c->params = NULL;
+    end_statement(c);
+    if (o->error) {
+        drop_first_result(c);
+    } else if (!o->connected) {
+        o->res = c->res;
+        o->kept = c->kept;
+        o->affected = c->affected;
+        c->res = NULL;
+        c->kept = 0;
+    }
     if (o->connected)
         forget_settings(c);
     if (w) {
@@ -203,22 +168,21 @@ static void finish(struct my_conn *c, struct outcome *o)
         if (!h->closing && !h->finished)
             host_resume_with(h, ticket, &outcome_pusher, o, 0);  /* c may be gone after it */
     }
-    if (o->stmt)
-        o->my->stmt_close(o->stmt);
     if (o->res)
         o->my->free_result(o->res);
+    release_kept(h, &o->kept);
 }
 
 static void fail_conn(struct my_conn *c)
 {
-    struct outcome o = { .my = c->my, .connected = c->step == STEP_CONNECT };
+    struct mysql_outcome o = { .my = c->my, .connected = c->step == STEP_CONNECT };
     note_error(c, &o, c->my->err_no(c->mysql), c->my->error(c->mysql), c->my->sqlstate(c->mysql));
     finish(c, &o);
 }
 
 static void fail_statement(struct my_conn *c)
 {
-    struct outcome o = { .my = c->my };
+    struct mysql_outcome o = { .my = c->my };
     note_error(c, &o, c->my->stmt_errno(c->stmt), c->my->stmt_error(c->stmt),
                c->my->stmt_sqlstate(c->stmt));
     finish(c, &o);
@@ -240,7 +204,7 @@ static void proceed(struct my_conn *c, int st)
 }
 
 /* Binds the statement's parameters once it is prepared. Returns 0, or -1 with o set. */
-static int bind_params(struct my_conn *c, struct outcome *o)
+static int bind_params(struct my_conn *c, struct mysql_outcome *o)
 {
     unsigned long expected = c->my->stmt_param_count(c->stmt);
     if (expected != c->nparams) {
@@ -259,11 +223,77 @@ static int bind_params(struct my_conn *c, struct outcome *o)
     return 0;
 }
 
-/* The step under way ended: checks its result and starts the next, or ends the wait. */
+/* What keep_rows hands Lua: the stored rows of c's prepared statement. */
+struct statement_rows {
+    struct my_conn *c;
+    MYSQL_RES *meta;                /* the statement's result metadata */
+};
+
+static int push_statement_rows(lua_State *L, void *data)
+{
+    struct statement_rows *r = data;
+    return mysql_values_push_statement_outcome(L, r->c->my, r->c->stmt, r->meta, r->c->affected);
+}
+
+static int keep_values(lua_State *L, int count, void *data)
+{
+    struct statement_rows *r = data;
+    r->c->kept = mysql_values_keep(L, count);
+    return 0;
+}
+
+static const struct host_pusher statement_rows_pusher = { push_statement_rows,
+                                                          mysql_values_push_too_big };
+
+/* The prepared statement's first result is stored: its values are made now and
+ * kept (a further result would take its rows' place, and the statement is closed
+ * before its task runs on). Returns 0; or -1 after ending the wait with an error. */
+static int keep_rows(struct my_conn *c)
+{
+    struct mysql_outcome o = { .my = c->my, .error = 2008 };  /* CR_OUT_OF_MEMORY */
+    snprintf(o.sqlstate, sizeof o.sqlstate, "HY000");
+    struct statement_rows r = { c, c->my->stmt_result_metadata(c->stmt) };
+    if (!r.meta) {
+        snprintf(o.message, sizeof o.message, "out of memory");
+        finish(c, &o);
+        return -1;
+    }
+    struct host *h = c->h;
+    int failed = !h->closing && !h->finished &&
+                 host_keep_result(h, &statement_rows_pusher, &r, 0, keep_values) != 0;
+    c->my->free_result(r.meta);
+    if (failed) {
+        snprintf(o.message, sizeof o.message, "the result could not be handed to Lua");
+        host_fail(h, "cannot keep a result for Lua");
+        finish(c, &o);
+        return -1;
+    }
+    return 0;
+}
+
+/* The statement's first result is held (c->res or c->kept, c->affected): reads the
+ * next further result, or ends the wait when there is none. */
+static void next_result(struct my_conn *c)
+{
+    const struct mysql_api *my = c->my;
+    if (c->stmt && my->stmt_more_results(c->stmt)) {
+        c->step = STEP_STMT_NEXT;
+        proceed(c, my->stmt_next_result_start(&c->ret.i, c->stmt));
+    } else if (!c->stmt && my->more_results(c->mysql)) {
+        c->step = STEP_NEXT;
+        proceed(c, my->next_result_start(&c->ret.i, c->mysql));
+    } else {
+        struct mysql_outcome o = { .my = my };
+        finish(c, &o);
+    }
+}
+
+/* The step under way ended: checks its result and starts the next, or ends the wait.
+ * A failure at any result (a later one of a CALL too) is the statement's. */
 static void advance(struct my_conn *c)
 {
     const struct mysql_api *my = c->my;
-    struct outcome o = { .my = my };
+    struct mysql_outcome o = { .my = my };
     switch (c->step) {
     case STEP_CONNECT:
         if (!c->ret.mysql) {
@@ -274,23 +304,30 @@ static void advance(struct my_conn *c)
         finish(c, &o);
         return;
     case STEP_QUERY:
-        if (c->ret.i) {
+    case STEP_NEXT:
+        if (c->ret.i > 0 || (c->step == STEP_QUERY && c->ret.i)) {
             fail_conn(c);
-        } else if (my->field_count(c->mysql)) {
-            c->step = STEP_STORE;
+        } else if (c->ret.i == 0 && my->field_count(c->mysql)) {
+            c->step = c->step == STEP_QUERY ? STEP_STORE : STEP_NEXT_STORE;
             proceed(c, my->store_result_start(&c->ret.res, c->mysql));
         } else {
-            o.affected = (double)my->affected_rows(c->mysql);
-            finish(c, &o);
+            if (c->step == STEP_QUERY)
+                c->affected = (double)my->affected_rows(c->mysql);
+            next_result(c);
         }
         return;
     case STEP_STORE:
+    case STEP_NEXT_STORE:
         if (!c->ret.res) {
             fail_conn(c);
-            return;
+        } else if (c->step == STEP_STORE) {
+            c->res = c->ret.res;  /* the rows handed to the task */
+            c->affected = (double)my->affected_rows(c->mysql);
+            next_result(c);
+        } else {
+            my->free_result(c->ret.res);  /* a further result's rows: read, then dropped */
+            next_result(c);
         }
-        o.res = c->ret.res;
-        finish(c, &o);
         return;
     case STEP_PREPARE:
         if (c->ret.i) {
@@ -303,24 +340,30 @@ static void advance(struct my_conn *c)
         }
         return;
     case STEP_EXECUTE:
-        if (c->ret.i) {
+    case STEP_STMT_NEXT:
+        if (c->ret.i > 0 || (c->step == STEP_EXECUTE && c->ret.i)) {
             fail_statement(c);
-        } else if (my->stmt_field_count(c->stmt)) {
-            c->step = STEP_STMT_STORE;
+        } else if (c->ret.i == 0 && my->stmt_field_count(c->stmt)) {
+            c->step = c->step == STEP_EXECUTE ? STEP_STMT_STORE : STEP_STMT_NEXT_STORE;
             proceed(c, my->stmt_store_result_start(&c->ret.i, c->stmt));
         } else {
-            o.affected = (double)my->stmt_affected_rows(c->stmt);
-            finish(c, &o);
+            if (c->step == STEP_EXECUTE)
+                c->affected = (double)my->stmt_affected_rows(c->stmt);
+            next_result(c);
         }
         return;
     case STEP_STMT_STORE:
+    case STEP_STMT_NEXT_STORE:
         if (c->ret.i) {
             fail_statement(c);
             return;
         }
-        o.affected = (double)my->stmt_affected_rows(c->stmt);
-        o.stmt_rows = 1;
-        finish(c, &o);  /* takes the statement: its rows are pushed, then it is closed */
+        if (c->step == STEP_STMT_STORE) {
+            c->affected = (double)my->stmt_affected_rows(c->stmt);
+            if (keep_rows(c))
+                return;
+        }
+        next_result(c);  /* a further result's rows are dropped by the next */
         return;
     case STEP_NONE:
         return;
@@ -337,13 +380,19 @@ static int cont(struct my_conn *c, int status)
     case STEP_QUERY:
         return my->real_query_cont(&c->ret.i, c->mysql, status);
     case STEP_STORE:
+    case STEP_NEXT_STORE:
         return my->store_result_cont(&c->ret.res, c->mysql, status);
+    case STEP_NEXT:
+        return my->next_result_cont(&c->ret.i, c->mysql, status);
     case STEP_PREPARE:
         return my->stmt_prepare_cont(&c->ret.i, c->stmt, status);
     case STEP_EXECUTE:
         return my->stmt_execute_cont(&c->ret.i, c->stmt, status);
     case STEP_STMT_STORE:
+    case STEP_STMT_NEXT_STORE:
         return my->stmt_store_result_cont(&c->ret.i, c->stmt, status);
+    case STEP_STMT_NEXT:
+        return my->stmt_next_result_cont(&c->ret.i, c->stmt, status);
     case STEP_NONE:
         break;
     }
@@ -463,7 +512,8 @@ static int l_host_mysql_connected(lua_State *L)
     return wait_for(L, c,
                     c->my->real_connect_start(&c->ret.mysql, c->mysql, s[SETTING_HOST],
                                               s[SETTING_USER], s[SETTING_PASSWORD],
-                                              s[SETTING_DATABASE], port, s[SETTING_SOCKET], 0));
+                                              s[SETTING_DATABASE], port, s[SETTING_SOCKET],
+                                              CLIENT_MULTI_RESULTS));
 }
 
 /* host.mysql_query(connection, sql, n, binding1..bindingN) -> as push_outcome.
