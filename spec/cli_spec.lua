@@ -317,23 +317,23 @@ describe("luaworker option ranges", function()
     -- runs a job. (--processes=512 is left out: 512 processes are too many for a spec
     -- machine; --rest's upper bound is below, since it rests after the job.)
     local BOUNDS = {
-        lowest = { "--delay=0", "--backoff=0", "--max-jobs=0", "--max-time=0", "--memory=0",
+        { "lowest", { "--delay=0", "--backoff=0", "--max-jobs=0", "--max-time=0", "--memory=0",
             "--memory-limit=0", "--sleep=0", "--rest=0", "--timeout=0", "--tries=0", "--processes=1",
             "--concurrency=1", "--retry-after=1", "--heartbeat=0.1", "--block-for=0",
-            "--migration-batch-size=1" },
-        highest = { "--delay=2147483647", "--backoff=0,2147483647", "--max-jobs=2147483647",
+            "--migration-batch-size=1" } },
+        { "highest", { "--delay=2147483647", "--backoff=0,2147483647", "--max-jobs=2147483647",
             "--max-time=2147483647", "--memory=1048576", "--memory-limit=1048576", "--sleep=86400",
             "--timeout=2147483647", "--tries=2147483647", "--concurrency=10000",
             "--retry-after=2147483647", "--heartbeat=86400", "--block-for=86400",
-            "--migration-batch-size=2147483647" },
+            "--migration-batch-size=2147483647" } },
     }
-    for name, options in pairs(BOUNDS) do
-        it("runs a job with every work option at its " .. name .. " accepted value", function()
+    for _, bound in ipairs(BOUNDS) do
+        it("runs a job with every work option at its " .. bound[1] .. " accepted value", function()
             H.flush()
             local handlers = H.handlers({ ["App/Jobs/Spec.lua"] = recorder.HANDLER })
             H.push(recorder.spec_job("ok"))
             local args = { "work", "--handlers=" .. handlers, "--stop-when-empty" }
-            for _, o in ipairs(options) do args[#args + 1] = o end
+            for _, o in ipairs(bound[2]) do args[#args + 1] = o end
             local r = H.run(args, { timeout = 20 })
             assert.are.equal(0, r.status, r.stderr)
             assert.are.equal(1, #recorder.ran())
