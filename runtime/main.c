@@ -1,7 +1,6 @@
 /* luaworker: runs Laravel Redis queue jobs with Lua handlers. main() parses the
  * command line and the configuration (exit status 2 on bad input, before anything
  * touches Redis), reads the Redis scripts, then hands over to lua_host. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +17,6 @@
 #include "supervisor/signals.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
-
-/* The most jobs a worker process may run at once (--concurrency). */
-#define MAX_CONCURRENCY 10000
 
 static const char *option_value(const struct cli *cli, const char *name)
 {
@@ -58,32 +54,12 @@ static int choose_laravel_version(const struct cli *cli, struct laravel_version 
     return 0;
 }
 
-/* The checks of `luaworker work`'s options that the command line's types do not
- * make, in the process the user started: prints what is wrong (or worth a warning)
- * and returns -1 when it cannot run, else 0. */
+/* The checks of `luaworker work`'s settings that are not one option's value (each
+ * option's range, LUAWORKER_CONCURRENCY's too, is checked by cli_parse), in the
+ * process the user started: prints what is wrong (or worth a warning) and returns
+ * -1 when it cannot run, else 0. */
 static int check_work_options(const struct cli *cli)
 {
-    const char *processes = option_value(cli, "processes");
-    long n = strtol(processes, NULL, 10);
-    if (n < 1 || n > SUPERVISOR_MAX_PROCESSES) {
-        fprintf(stderr, "luaworker: --processes=%s: expected 1 to %d\n", processes,
-                SUPERVISOR_MAX_PROCESSES);
-        return -1;
-    }
-    const char *concurrency = option_value(cli, "concurrency");
-    const char *from = "--concurrency";
-    if (!concurrency && (concurrency = getenv("LUAWORKER_CONCURRENCY")))
-        from = "LUAWORKER_CONCURRENCY";
-    if (concurrency) {
-        char *end;
-        errno = 0;
-        long c = strtol(concurrency, &end, 10);
-        if (errno || end == concurrency || *end || c < 1 || c > MAX_CONCURRENCY) {
-            fprintf(stderr, "luaworker: %s=%s: expected a whole number of jobs from 1 to %d\n",
-                    from, concurrency, MAX_CONCURRENCY);
-            return -1;
-        }
-    }
     /* the failed-job stores of runtime/queue/failed_jobs.lua */
     const char *failed = getenv("QUEUE_FAILED_DRIVER");
     if (failed && *failed && strcmp(failed, "database-uuids") && strcmp(failed, "database") &&
@@ -93,10 +69,6 @@ static int check_work_options(const struct cli *cli)
         return -1;
     }
     const char *heartbeat = option_value(cli, "heartbeat");
-    if (heartbeat && !(strtod(heartbeat, NULL) > 0)) {
-        fprintf(stderr, "luaworker: --heartbeat=%s: expected seconds above 0\n", heartbeat);
-        return -1;
-    }
     int timeout = atoi(option_value(cli, "timeout"));
     int retry_after = atoi(option_value(cli, "retry-after"));
     if (timeout > 0 && timeout >= retry_after)

@@ -5,64 +5,92 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMMON_OPTIONS                                                                    \
-    {"env-file", CLI_STRING, NULL, "read a Laravel .env file (real environment variables win)"}, \
-    {"scripts", CLI_STRING, NULL, "directory of the Redis scripts (default: scripts/ beside the binary)"}, \
-    {"laravel", CLI_STRING, NULL, "Laravel version whose protocol applies, as 12.51, or 12 for its newest (default: the app's, from composer.lock or vendor/ beside --env-file, else 8.83)"}, \
-    {"laravel-version", CLI_STRING, NULL, "the same as --laravel (its older name)"}
+/* The options of each type: name, default, [range, unit,] help. A whole number
+ * counted in unit is taken from min to max; WHOLE_MAX is the most any is (2^31 - 1,
+ * about 68 years of seconds). */
+#define WHOLE_MAX 2147483647.0
+#define FLAG(name, help) {name, CLI_FLAG, NULL, 0, 0, NULL, help, NULL}
+#define TEXT(name, def, help) {name, CLI_STRING, def, 0, 0, NULL, help, NULL}
+#define WHOLE(name, def, min, max, unit, help) {name, CLI_UINT, def, min, max, unit, help, NULL}
+#define SECONDS(name, def, min, max, help) {name, CLI_SECONDS, def, min, max, "seconds", help, NULL}
+#define BACKOFF(name, def, help) {name, CLI_BACKOFF, def, 0, WHOLE_MAX, "seconds", help, NULL}
+#define END {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL}
 
+/* The most seconds of a wait given with fractions (--sleep, --rest, --block-for,
+ * --heartbeat): a day; more is taken for a mistake (milliseconds, say). */
+#define DAY 86400.0
+/* The most MB of --memory and --memory-limit: a tebibyte. */
+#define MAX_MB 1048576.0
+
+#define COMMON_OPTIONS                                                                    \
+    TEXT("env-file", NULL, "read a Laravel .env file (real environment variables win)"), \
+    TEXT("scripts", NULL, "directory of the Redis scripts (default: scripts/ beside the binary)"), \
+    TEXT("laravel", NULL, "Laravel version whose protocol applies, as 12.51, or 12 for its newest (default: the app's, from composer.lock or vendor/ beside --env-file, else 8.83)"), \
+    TEXT("laravel-version", NULL, "the same as --laravel (its older name)")
+
+/* The ranges are what the worker can run:
+ * --processes: each worker holds four Redis connections and the supervisor a
+ *   descriptor (SUPERVISOR_MAX_PROCESSES); past 512, use more machines;
+ * --concurrency: a task, its timer and its reservation per job in flight;
+ * --retry-after: a job's reservation expires retry_after seconds after its pop,
+ *   so at 0 the next pop takes it back while it runs: 1 or more;
+ * --heartbeat: set every heartbeat/4 with a time to live of heartbeat in whole
+ *   ms (Redis' SET PX), and dead workers looked for every heartbeat/2: at 0.1 s, 25
+ *   ms between two SETs, as often as a round trip should be asked to fit;
+ * --migration-batch-size: at 0 no due job would ever move (Redis' LIMIT 0 0);
+ * --timeout: the slot the supervisor reads holds 32 bits of seconds. */
 static const struct cli_option work_options[] = {
-    {"queue", CLI_STRING, NULL, "queues to work, comma separated, in priority order (default: REDIS_QUEUE or 'default')"},
-    {"name", CLI_STRING, "default", "worker name (kept for queue:work compatibility)"},
-    {"daemon", CLI_FLAG, NULL, "no effect (deprecated in queue:work too)"},
-    {"once", CLI_FLAG, NULL, "process one poll of the queues and exit"},
-    {"stop-when-empty", CLI_FLAG, NULL, "exit when the queues are empty"},
-    {"delay", CLI_BACKOFF, "0", "deprecated alias of --backoff; the larger of the two applies"},
-    {"backoff", CLI_BACKOFF, "0", "seconds to wait before retrying a job that raised an error (may be a list: 1,5,10)"},
-    {"max-jobs", CLI_UINT, "0", "exit after this many jobs (0 = no limit)"},
-    {"max-time", CLI_UINT, "0", "exit after this many seconds (0 = no limit)"},
-    {"force", CLI_FLAG, NULL, "work even when the app is in maintenance mode (storage/framework/down beside --env-file)"},
-    {"memory", CLI_UINT, "128", "exit with status 12 when resident memory reaches this many MB"},
-    {"memory-limit", CLI_UINT, "1024", "MB a worker's Lua heap may hold; a job needing more fails with 'not enough memory' (0 = no limit)"},
-    {"sleep", CLI_SECONDS, "3", "seconds to sleep when no job is available"},
-    {"rest", CLI_SECONDS, "0", "seconds to rest after each job"},
-    {"timeout", CLI_UINT, "60", "seconds a job may run when its payload has no timeout (0 = none)"},
-    {"tries", CLI_UINT, "1", "attempts allowed when the payload has no maxTries (0 = unlimited)"},
-    {"json", CLI_FLAG, NULL, "print one JSON object per event instead of the console lines"},
-    {"quiet", CLI_FLAG, NULL, "print no job lines"},
-    {"processes", CLI_UINT, "1", "worker processes to run, each working the queues (a supervisor replaces any that end)"},
-    {"concurrency", CLI_UINT, NULL, "jobs each process runs at once, each yielding to the others while it waits (default: LUAWORKER_CONCURRENCY, else 1)"},
-    {"handlers", CLI_STRING, "./handlers", "directory of the Lua handlers"},
-    {"no-watch", CLI_FLAG, NULL, "do not reload the workers when a handler file changes (HUP still does)"},
-    {"retry-after", CLI_UINT, "90", "seconds a reserved job stays reserved (the connection's retry_after)"},
-    {"heartbeat", CLI_SECONDS, NULL, "seconds after which a worker that stopped beating is taken for dead and the jobs it reserved ahead go back (default: 10, or a third of --retry-after when less)"},
-    {"block-for", CLI_SECONDS, NULL, "seconds to block on the first queue's notify list when it is empty (block_for)"},
-    {"migration-batch-size", CLI_UINT, NULL, "most delayed/expired jobs moved per queue and poll (Laravel 9.23+)"},
+    TEXT("queue", NULL, "queues to work, comma separated, in priority order (default: REDIS_QUEUE or 'default')"),
+    TEXT("name", "default", "worker name (kept for queue:work compatibility)"),
+    FLAG("daemon", "no effect (deprecated in queue:work too)"),
+    FLAG("once", "process one poll of the queues and exit"),
+    FLAG("stop-when-empty", "exit when the queues are empty"),
+    BACKOFF("delay", "0", "deprecated alias of --backoff; the larger of the two applies"),
+    BACKOFF("backoff", "0", "seconds to wait before retrying a job that raised an error (may be a list: 1,5,10)"),
+    WHOLE("max-jobs", "0", 0, WHOLE_MAX, "jobs", "exit after this many jobs (0 = no limit)"),
+    WHOLE("max-time", "0", 0, WHOLE_MAX, "seconds", "exit after this many seconds (0 = no limit)"),
+    FLAG("force", "work even when the app is in maintenance mode (storage/framework/down beside --env-file)"),
+    WHOLE("memory", "128", 0, MAX_MB, "MB", "exit with status 12 when resident memory reaches this many MB (0 = no limit)"),
+    WHOLE("memory-limit", "1024", 0, MAX_MB, "MB", "MB a worker's Lua heap may hold; a job needing more fails with 'not enough memory' (0 = no limit)"),
+    SECONDS("sleep", "3", 0, DAY, "seconds to sleep when no job is available"),
+    SECONDS("rest", "0", 0, DAY, "seconds to rest after each job"),
+    WHOLE("timeout", "60", 0, WHOLE_MAX, "seconds", "seconds a job may run when its payload has no timeout (0 = none)"),
+    WHOLE("tries", "1", 0, WHOLE_MAX, "attempts", "attempts allowed when the payload has no maxTries (0 = unlimited)"),
+    FLAG("json", "print one JSON object per event instead of the console lines"),
+    FLAG("quiet", "print no job lines"),
+    WHOLE("processes", "1", 1, 512, "processes", "worker processes to run, each working the queues (a supervisor replaces any that end)"),
+    {"concurrency", CLI_UINT, NULL, 1, 10000, "jobs", "jobs each process runs at once, each yielding to the others while it waits (default: LUAWORKER_CONCURRENCY, else 1)", "LUAWORKER_CONCURRENCY"},
+    TEXT("handlers", "./handlers", "directory of the Lua handlers"),
+    FLAG("no-watch", "do not reload the workers when a handler file changes (HUP still does)"),
+    WHOLE("retry-after", "90", 1, WHOLE_MAX, "seconds", "seconds a reserved job stays reserved (the connection's retry_after)"),
+    SECONDS("heartbeat", NULL, 0.1, DAY, "seconds after which a worker that stopped beating is taken for dead and the jobs it reserved ahead go back (default: 10, or a third of --retry-after when less)"),
+    SECONDS("block-for", NULL, 0, DAY, "seconds to block on the first queue's notify list when it is empty (block_for; 0 = without limit)"),
+    WHOLE("migration-batch-size", NULL, 1, WHOLE_MAX, "jobs", "most delayed/expired jobs moved per queue and poll (Laravel 9.23+; default: all)"),
     COMMON_OPTIONS,
-    {NULL, CLI_FLAG, NULL, NULL},
+    END,
 };
 
 static const struct cli_option queue_options[] = {
-    {"queue", CLI_STRING, NULL, "queue name (default: REDIS_QUEUE or 'default')"},
+    TEXT("queue", NULL, "queue name (default: REDIS_QUEUE or 'default')"),
     COMMON_OPTIONS,
-    {NULL, CLI_FLAG, NULL, NULL},
+    END,
 };
 
 static const struct cli_option push_options[] = {
-    {"queue", CLI_STRING, NULL, "queue name (default: REDIS_QUEUE or 'default')"},
-    {"delay", CLI_UINT, "0", "seconds until the job is available (puts it on :delayed)"},
-    {"tries", CLI_UINT, NULL, "maxTries of the job"},
-    {"backoff", CLI_BACKOFF, NULL, "backoff of the job, e.g. 1,5,10"},
-    {"timeout", CLI_UINT, NULL, "timeout of the job in seconds"},
-    {"max-exceptions", CLI_UINT, NULL, "maxExceptions of the job"},
-    {"retry-until", CLI_UINT, NULL, "retryUntil of the job, as seconds from now"},
+    TEXT("queue", NULL, "queue name (default: REDIS_QUEUE or 'default')"),
+    WHOLE("delay", "0", 0, WHOLE_MAX, "seconds", "seconds until the job is available (puts it on :delayed)"),
+    WHOLE("tries", NULL, 0, WHOLE_MAX, "attempts", "maxTries of the job"),
+    BACKOFF("backoff", NULL, "backoff of the job, e.g. 1,5,10"),
+    WHOLE("timeout", NULL, 0, WHOLE_MAX, "seconds", "timeout of the job in seconds"),
+    WHOLE("max-exceptions", NULL, 0, WHOLE_MAX, "exceptions", "maxExceptions of the job"),
+    WHOLE("retry-until", NULL, 0, WHOLE_MAX, "seconds", "retryUntil of the job, as seconds from now"),
     COMMON_OPTIONS,
-    {NULL, CLI_FLAG, NULL, NULL},
+    END,
 };
 
 static const struct cli_option common_options[] = {
     COMMON_OPTIONS,
-    {NULL, CLI_FLAG, NULL, NULL},
+    END,
 };
 
 static const struct cli_command commands[] = {
@@ -88,53 +116,79 @@ static const struct cli_command *find_command(const char *name)
     return NULL;
 }
 
-static int check_value(const struct cli_option *o, const char *v, char *err, size_t errlen)
+/* Whether v is a whole number in decimal digits only (no sign, space or "0x")
+ * from o's min to its max; *end is set past its digits. */
+static int whole_in_range(const struct cli_option *o, const char *v, const char **end)
 {
-    char *end;
+    if (!isdigit((unsigned char)*v))
+        return 0;
+    char *e;
+    errno = 0;
+    unsigned long long n = strtoull(v, &e, 10);
+    *end = e;
+    return !errno && (double)n >= o->min && (double)n <= o->max;
+}
+
+/* Writes "<what>=<v>: expected <o's type and range>" to err. */
+static void range_message(const struct cli_option *o, const char *what, const char *v,
+                          char *err, size_t errlen)
+{
+    switch (o->type) {
+    case CLI_UINT:
+        snprintf(err, errlen, "%s=%s: expected a whole number of %s from %.15g to %.15g", what, v,
+                 o->unit, o->min, o->max);
+        break;
+    case CLI_SECONDS:
+        snprintf(err, errlen, "%s=%s: expected seconds from %.15g to %.15g", what, v, o->min, o->max);
+        break;
+    case CLI_BACKOFF:
+        snprintf(err, errlen, "%s=%s: expected a whole number of seconds from %.15g to %.15g, or a "
+                 "comma-separated list of them such as 1,5,10", what, v, o->min, o->max);
+        break;
+    case CLI_FLAG:
+    case CLI_STRING:
+        snprintf(err, errlen, "%s=%s: expected a value", what, v);
+        break;
+    }
+}
+
+/* Checks v, the value of o given as `what` ("--name" or an environment variable),
+ * against o's type and range. Returns 0, or -1 with err set. */
+static int check_value(const struct cli_option *o, const char *what, const char *v, char *err,
+                       size_t errlen)
+{
+    const char *end;
     switch (o->type) {
     case CLI_FLAG:
     case CLI_STRING:
         if (*v)
             return 0;
-        snprintf(err, errlen, "--%s=: expected a value", o->name);
-        return -1;
+        break;
     case CLI_UINT:
-        errno = 0;
-        if (isdigit((unsigned char)*v)) {
-            unsigned long long n = strtoull(v, &end, 10);
-            if (!errno && !*end && n <= 2147483647ULL)
-                return 0;
-        }
-        snprintf(err, errlen, "--%s=%s: expected a whole number of 0 or more", o->name, v);
-        return -1;
+        if (whole_in_range(o, v, &end) && !*end)
+            return 0;
+        break;
     case CLI_SECONDS:
-        errno = 0;
-        if (*v && strspn(v, "0123456789.") == strlen(v) && strchr(v, '.') == strrchr(v, '.')) {
-            double d = strtod(v, &end);
-            if (!errno && !*end && d >= 0 && d < 1e9)
+        /* digits with at most one '.', at least one digit: no sign, exponent, "nan",
+         * "inf", hex or space */
+        if (strspn(v, "0123456789.") == strlen(v) && strchr(v, '.') == strrchr(v, '.') &&
+            strpbrk(v, "0123456789")) {
+            double d = strtod(v, NULL);
+            if (d >= o->min && d <= o->max)
                 return 0;
         }
-        snprintf(err, errlen, "--%s=%s: expected a number of seconds of 0 or more", o->name, v);
-        return -1;
+        break;
     case CLI_BACKOFF:
-        for (const char *p = v;;) {
-            if (!isdigit((unsigned char)*p))
-                break;
-            errno = 0;
-            unsigned long long n = strtoull(p, &end, 10);
-            if (errno || n > 2147483647ULL)
-                break;
-            p = end;
-            if (*p == '\0')
+        for (const char *p = v; whole_in_range(o, p, &end); p = end + 1) {
+            if (*end == '\0')
                 return 0;
-            if (*p++ != ',')
+            if (*end != ',')
                 break;
         }
-        snprintf(err, errlen, "--%s=%s: expected seconds, or a comma-separated list such as 1,5,10",
-                 o->name, v);
-        return -1;
+        break;
     }
-    return 0;
+    range_message(o, what, v, err, errlen);
+    return -1;
 }
 
 int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
@@ -214,9 +268,17 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
             snprintf(err, errlen, "--%s: expected a value", o->name);
             return -1;
         }
-        if (check_value(o, value, err, errlen))
+        char what[64];
+        snprintf(what, sizeof what, "--%s", o->name);
+        if (check_value(o, what, value, err, errlen))
             return -1;
         out->values[k] = value;
+    }
+    /* an environment variable stands for an option not given: checked as it is */
+    for (int k = 0; c->options[k].name; k++) {
+        const char *env = c->options[k].env, *v = env ? getenv(env) : NULL;
+        if (v && !out->values[k] && check_value(&c->options[k], env, v, err, errlen))
+            return -1;
     }
     if (out->nargs < c->min_args) {
         snprintf(err, errlen, "%s: missing argument (usage: luaworker %s %s)", c->name,
@@ -241,6 +303,8 @@ void cli_usage(FILE *f, const struct cli_command *command)
         char left[64];
         snprintf(left, sizeof left, "--%s%s", o->name, o->type == CLI_FLAG ? "" : "=VALUE");
         fprintf(f, "  %-28s %s", left, o->help);
+        if (o->type == CLI_UINT || o->type == CLI_SECONDS || o->type == CLI_BACKOFF)
+            fprintf(f, " [from %.15g to %.15g]", o->min, o->max);
         if (o->def && o->type != CLI_FLAG)
             fprintf(f, " [default: %s]", o->def);
         fprintf(f, "\n");
