@@ -30,7 +30,7 @@
 
 /* The ranges are what the worker can run:
  * --processes: each worker holds four Redis connections and the supervisor a
- *   descriptor (SUPERVISOR_MAX_PROCESSES); past 512, use more machines;
+ *   descriptor; past 512, use more machines or supervisors;
  * --concurrency: a task, its timer and its reservation per job in flight;
  * --retry-after: a job's reservation expires retry_after seconds after its pop,
  *   so at 0 the next pop takes it back while it runs: 1 or more;

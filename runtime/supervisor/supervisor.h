@@ -15,10 +15,6 @@
 /* Seconds between two reads of the workers' slots, for jobs past their timeout. */
 #define SUPERVISOR_POLL 0.1
 
-/* The most worker processes one supervisor runs: each holds four Redis connections
- * and the supervisor a descriptor; past this, use more machines or supervisors. */
-#define SUPERVISOR_MAX_PROCESSES 512
-
 /* Runs the supervisor for argv (the NULL-terminated command line to give each
  * worker) with `processes` workers until it stops; with watch_dir, reloads the
  * workers when a handler file there changes and every one compiles (handler_watch).

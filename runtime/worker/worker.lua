@@ -203,7 +203,7 @@ local function prepare(cli, cfg)
     end
     options.heartbeat = options.heartbeat
         or math.max(HEARTBEAT_MIN, math.min(HEARTBEAT, options.retry_after * HEARTBEAT_SHARE))
-    -- checked by main.c in the process the user started
+    -- checked by cli_parse (config/cli.c) in the process the user started
     options.concurrency = options.concurrency or tonumber(os.getenv("LUAWORKER_CONCURRENCY")) or 1
     in_flight.configure(options.concurrency)
     luaworker.connection_name = settings.connection_name
