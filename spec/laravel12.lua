@@ -1,0 +1,107 @@
+-- A real Laravel 12 beside luaworker, for the specs that compare bytes with it: the
+-- fixture ../shared/laravel12 (laravel/framework v12.67.0 and the packages its queue
+-- path loads, an app skeleton whose `php artisan queue:work` is Laravel 12's own
+-- worker), copied and unpacked once per spec run into the specs' private directory.
+-- It is a fixture beside the project, not part of it: where it is absent, L12.app()
+-- returns nil and the reason, and the specs say so and pass over it.
+--
+-- The app talks to the specs' private redis-server with Laravel's default names
+-- (APP_NAME laravel: keys laravel_database_..., cache laravel_cache_), the same ones
+-- luaworker derives with --laravel=12.
+local H = require "spec.helpers"
+
+local L12 = {}
+
+local FIXTURE = H.root .. "/../shared/laravel12"
+L12.VERSION = "12.67"
+
+local app_dir, missing
+
+-- The environment of the app's PHP processes (and of a luaworker beside them).
+function L12.env(extra)
+    local e = { APP_NAME = "laravel", REDIS_HOST = "127.0.0.1", REDIS_PORT = tostring(H.port),
+        REDIS_PREFIX = "laravel_database_", CACHE_PREFIX = "laravel_cache_",
+        QUEUE_FAILED_DRIVER = "null", DB_CONNECTION = "sqlite" }
+    for k, v in pairs(extra or {}) do e[k] = v end
+    return e
+end
+
+-- The app's directory (set up at the first call), or nil and why it is absent.
+function L12.app()
+    if app_dir or missing then return app_dir, missing end
+    local f = io.open(FIXTURE .. "/vendor.tar.xz", "rb")
+    if not f then
+        missing = "../shared/laravel12 is absent: the specs against a real Laravel 12 are skipped"
+        return nil, missing
+    end
+    f:close()
+    local dir = H.tmp .. "/laravel12"
+    local ok = os.execute(string.format("rm -rf %s && cp -a %s %s && cd %s && tar -xJf vendor.tar.xz "
+        .. "&& mkdir -p app/app/Jobs app/storage/framework/cache/data app/storage/logs",
+        H.quote(dir), H.quote(FIXTURE), H.quote(dir), H.quote(dir)))
+    if not ok then
+        missing = "../shared/laravel12 could not be unpacked into " .. dir
+        return nil, missing
+    end
+    app_dir = dir .. "/app"
+    return app_dir
+end
+
+-- Writes the job class App\Jobs\<name> (the PHP source of its body, inside the
+-- class) into the app, with the Queueable traits Laravel's make:job gives
+-- (Dispatchable, InteractsWithQueue, Queueable, SerializesModels) unless traits
+-- is given.
+function L12.job(name, body, traits)
+    traits = traits or "Dispatchable, InteractsWithQueue, Queueable, SerializesModels"
+    H.write_file(app_dir .. "/app/Jobs/" .. name .. ".php", string.format([[<?php
+namespace App\Jobs;
+
+use Illuminate\Bus\Queueable;
+use Illuminate\Contracts\Queue\ShouldQueue;
+use Illuminate\Foundation\Bus\Dispatchable;
+use Illuminate\Queue\InteractsWithQueue;
+use Illuminate\Queue\SerializesModels;
+
+class %s implements ShouldQueue
+{
+    use %s;
+%s
+}
+]], name, traits, body))
+end
+
+-- Runs the command line words (PHP's) in the app's directory with its environment;
+-- returns {status, stdout, stderr}.
+local function run(words, extra_env, timeout)
+    local out = H.tmpdir()
+    local env = {}
+    for k, v in pairs(L12.env(extra_env)) do env[#env + 1] = k .. "=" .. H.quote(v) end
+    local quoted = {}
+    for i, w in ipairs(words) do quoted[i] = H.quote(w) end
+    local _, _, status = os.execute(string.format("cd %s && env %s timeout -s KILL %d %s >%s/out 2>%s/err "
+        .. "</dev/null", H.quote(app_dir), table.concat(env, " "), timeout or 120,
+        table.concat(quoted, " "), out, out))
+    return { status = status, stdout = H.read_file(out .. "/out"), stderr = H.read_file(out .. "/err") }
+end
+
+-- Runs PHP code in the booted app (its console kernel bootstrapped: dispatch(),
+-- Bus::chain(), Queue::... work); returns its output. Raises when it fails.
+function L12.php(code, extra_env)
+    local file = app_dir .. "/run-" .. tostring(math.random(1, 1e9)) .. ".php"
+    H.write_file(file, "<?php\nrequire __DIR__.'/bootstrap/autoload.php';\n"
+        .. "$app = require __DIR__.'/bootstrap/app.php';\n"
+        .. "$app->make(Illuminate\\Contracts\\Console\\Kernel::class)->bootstrap();\n" .. code .. "\n")
+    local r = run({ "php", file }, extra_env, 60)
+    os.remove(file)
+    assert(r.status == 0, "Laravel 12's php failed: " .. r.stdout .. r.stderr)
+    return r.stdout
+end
+
+-- Runs `php artisan <args>` in the app; returns {status, stdout, stderr}.
+function L12.artisan(args, extra_env)
+    local full = { "php", "artisan" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    return run(full, extra_env, 120)
+end
+
+return L12
