@@ -17,6 +17,7 @@ function H.handle(job, command)
         at = tonumber(t[1]) + tonumber(t[2]) / 1e6 }))
     if command.action == "error" then error("boom from the handler") end
     if command.action == "release" then job:release(7) end
+    if command.action == "release_now" and job:attempts() == 1 then job:release(0) end
     if command.action == "delete" then job:delete() end
     if command.action == "fail" then job:fail("failed by the handler") end
 end

@@ -259,6 +259,21 @@ describe("luaworker work", function()
         assert.are.equal(0, H.r("LLEN", list))
     end)
 
+    it("runs a job released with no delay again before --stop-when-empty ends the run, as "
+        .. "Laravel's pop moves due jobs first", function()
+        for _ = 1, 5 do
+            H.flush()
+            local p = spec_job("release_now")
+            H.push(p)
+            local r = work({ "--stop-when-empty", "--tries=2" })
+            assert.are.equal(0, r.status, r.stderr)
+            local runs = ran()
+            assert.are.same({ 1, 2 }, { runs[1] and runs[1].attempts, runs[2] and runs[2].attempts })
+            local list, delayed, reserved = H.keys()
+            assert.are.same({ 0, 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", delayed), H.r("ZCARD", reserved) })
+        end
+    end)
+
     it("reserves a job for --retry-after seconds while it runs", function()
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = [[
             local luaworker = require "luaworker"

@@ -214,16 +214,20 @@ local function lost_pop(q, err)
     error(err, 0)
 end
 
--- Pops up to count jobs of q: migrates due jobs first (once per second per queue:
--- scores are whole seconds, so that moves what moving them before every pop would,
--- at most a second later), then pops; an unusable payload is moved to the failed
--- store (logged) and the pop goes on. Returns the {payload, reserved} pairs, the
--- number of the first, and when the pop was sent.
+-- Pops up to count jobs of q: migrates due jobs first, then pops; an unusable
+-- payload is moved to the failed store (logged) and the pop goes on. Due jobs are
+-- moved once per second per queue (scores are whole seconds: that moves what moving
+-- them before every pop would, at most a second later; an idle worker is woken when
+-- the next one is due); in a run meant to end (--stop-when-empty, --once), a pop
+-- that finds the queue empty moves them first whenever it comes, as Laravel's pop
+-- always does, so that no due job is left behind. Returns the {payload, reserved}
+-- pairs, the number of the first, and when the pop was sent.
 local function pop(q, count)
     local now = host.now()
+    local migrated = false
     if migrated_at[q] ~= now then
         queue.migrate(q, now, options.migration_batch_size)
-        migrated_at[q] = now
+        migrated_at[q], migrated = now, true
     end
     for _ = 1, 1000 do
         local sent = host.clock()
@@ -234,7 +238,17 @@ local function pop(q, count)
         host.heartbeat_note(sent)
         M.report_send_errors()
         if problem then report_unusable(q, problem, record_id) end
-        if #taken > 0 or not problem then return taken, number, sent end
+        if #taken > 0 then return taken, number, sent end
+        if not problem then
+            -- a run meant to end on an empty queue: its due jobs first, as Laravel's
+            -- pop, then once more (a worker that goes on is woken when they are due)
+            if migrated or not (options.stop_when_empty or options.once) then
+                return taken, number, sent
+            end
+            now = host.now()
+            queue.migrate(q, now, options.migration_batch_size)
+            migrated_at[q], migrated = now, true
+        end
     end
     return {}, 0, 0
 end
