@@ -168,7 +168,7 @@ function M.new(s)
     store.where, store.failing_where = path, path
 
     -- At worker start: the file's directory and the lock's can be made and written,
-    -- and the file, when it is there, read and written. Raises as a write would.
+    -- and the file, when it is there, read. Raises as a write would.
     function store.check()
         for _, file in ipairs({ path, lock_path() }) do
             local ok, err, code = host.prepare_file(file)
