@@ -413,7 +413,7 @@ end }
         H.flush()
         H.push(H.class_payload("App\\Jobs\\Big"))
         local r = H.run({ "work", "--once", "--memory-limit=64", "--handlers=" .. handlers },
-            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file } })
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, QUEUE_FAILED_DRIVER = "luaworker-redis" } })
         assert.are.equal(0, r.status, r.stderr)
         assert.matches("false\tIlluminate\\Database\\QueryException: a result of more than [%d.]+ MB does "
             .. "not fit under %-%-memory%-limit=64 %(MB; the worker's Lua heap holds [%d.]+ MB%) %(SQL: with "

@@ -13,6 +13,32 @@ local function php(code)
     return out
 end
 
+-- Runs luaworker with args (and env) in directory dir; returns {status, stdout, stderr}.
+local function run_in(dir, args, env)
+    local words = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port }
+    for k, v in pairs(env or {}) do words[#words + 1] = k .. "=" .. H.quote(v) end
+    words[#words + 1] = H.quote(H.root .. "/luaworker")
+    for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
+    local out = H.tmpdir()
+    local _, _, status = os.execute(string.format("cd %s && timeout -s KILL 60 %s >%s/out 2>%s/err </dev/null",
+        H.quote(dir), table.concat(words, " "), out, out))
+    return { status = status, stdout = H.read_file(out .. "/out"), stderr = H.read_file(out .. "/err") }
+end
+
+-- What directory dir holds, by name.
+local function listing(dir)
+    local f = io.popen("ls -A " .. H.quote(dir))
+    local names = f:read("*a")
+    f:close()
+    return names
+end
+
+-- Where PHP's file cache store of app keeps the lock of the failed jobs (12.36+).
+local function php_lock(app)
+    local hash = php("echo sha1('file-store-lock:laravel-failed-jobs');")
+    return app .. "/storage/framework/cache/data/" .. hash:sub(1, 2) .. "/" .. hash:sub(3, 4) .. "/" .. hash
+end
+
 describe("the file failed-job store", function()
     local handlers, app, file, env_file
     setup(function()
@@ -149,6 +175,121 @@ describe("the file failed-job store", function()
             { env = { LUAWORKER_FAILED_LIMIT = "many" } })
         assert.are.equal(2, r.status)
         assert.matches("LUAWORKER_FAILED_LIMIT=many: expected a whole number", r.stderr, 1, true)
+    end)
+
+    it("records an error message that is not UTF-8 with each bad sequence a '?', as PHP's mb_scrub", function()
+        local h = H.handlers({ ["App/Jobs/NotUtf8.lua"] =
+            [[return { handle = function() error("no \255 way \226\130 here") end }]] })
+        H.push(H.class_payload("App\\Jobs\\NotUtf8"))
+        local r = H.run({ "work", "--handlers=" .. h, "--stop-when-empty", "--laravel=11", env_file })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("no ? way ? here", records()[1].exception, 1, true)
+    end)
+
+    it("keeps a payload that is not UTF-8, which the file cannot hold for PHP, in luaworker's Redis store",
+        function()
+        local p = H.class_payload("App\\Jobs\\Failing", nil, { { "message", 's:5:"caf\233!";' } })
+        local text = H.push(p)
+        local r = work()
+        assert.is_nil(H.read_file(file))
+        assert.are.equal(text, H.failed_record(p.uuid).payload)
+        assert.matches("failed job " .. p.uuid .. " kept in luaworker's Redis failed store, not in " .. file, r.stderr,
+            1, true)
+        assert.matches("\n\n[luaworker] This failed job could not be recorded in " .. file .. " (the payload is not "
+            .. "valid UTF-8, which the file's JSON cannot hold (PHP's json_decode would read no record of the "
+            .. "file)), so it is kept in luaworker's Redis failed store", H.failed_record(p.uuid).exception, 1, true)
+    end)
+
+    it("refuses to start with status 2 when its file cannot be made or written", function()
+        H.write_file(app .. "/blocker", "a file, not a directory")
+        local path = app .. "/blocker/failed-jobs.json"
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=11", env_file },
+            { env = { LUAWORKER_FAILED_PATH = path } })
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: QUEUE_FAILED_DRIVER=file: failed jobs cannot be recorded in " .. path
+            .. ": cannot make a file beside " .. path .. ": Not a directory\n", r.stderr, 1, true)
+        assert.is_true(os.execute("mkdir -p " .. H.quote(app .. "/a-directory")))
+        r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=11", env_file },
+            { env = { LUAWORKER_FAILED_PATH = app .. "/a-directory" } })
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: QUEUE_FAILED_DRIVER=file: failed jobs cannot be recorded in " .. app
+            .. "/a-directory: cannot write " .. app .. "/a-directory: Is a directory\n", r.stderr, 1, true)
+        -- the lock's directory, in the app's cache store, too
+        H.write_file(app .. "/storage/framework/cache/data", "a file")
+        r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=12.36", env_file })
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: QUEUE_FAILED_DRIVER=file: failed jobs cannot be recorded in " .. file
+            .. ": cannot make the directories of " .. php_lock(app) .. ": Not a directory\n", r.stderr, 1, true)
+    end)
+
+    it("keeps a job in luaworker's Redis store when the file cannot be written at run time, and runs the next "
+        .. "at once", function()
+        local h = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING, ["App/Jobs/Spec.lua"] = H.RECORD_ID })
+        local w = H.spawn({ "work", "--handlers=" .. h, "--sleep=0.05", "--concurrency=1", "--laravel=11",
+            env_file })
+        local first = H.payload()
+        H.push(first)
+        H.wait_until(function() return H.r("LLEN", "spec:ran") == 1 end, 10, "the worker to run a job")
+        assert.is_true(os.execute("mkdir -p " .. H.quote(file)))
+        local p = failing("refused")
+        local next_one = H.payload()
+        H.push(next_one)
+        local pushed = os.time()
+        H.wait_until(function() return H.r("LLEN", "spec:ran") == 2 end, 10, "the next job")
+        assert.is_true(os.time() - pushed <= 3, "the next job waited")
+        assert.matches("lua says no: refused", H.failed_record(p.uuid).exception, 1, true)
+        assert.matches("cannot record failed jobs in " .. file .. " (cannot read " .. file .. ": Is a directory): "
+            .. "not an outage", w:stderr(), 1, true)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("takes its lock in the app the file belongs to, never in the current directory", function()
+        local cwd = H.tmpdir()
+        local other = H.tmpdir()  -- an app without .env: only its file is named
+        local path = other .. "/storage/framework/cache/failed-jobs.json"
+        local env = { QUEUE_FAILED_DRIVER = "file", LUAWORKER_FAILED_PATH = path }
+        local r = run_in(cwd, { "forget", "nope", "--laravel=12.36" }, env)
+        assert.are.equal(1, r.status, r.stderr)
+        assert.are.equal("luaworker: No failed job matches the given ID.\n", r.stderr)
+        assert.are.equal("", listing(cwd))
+        assert.are.equal("[]", H.read_file(path))
+        -- the lock was taken in that app's cache store (its directories stay, as PHP's)
+        assert.is_true(os.execute("test -d " .. H.quote(php_lock(other):match("^(.*)/"))))
+        -- the lock PHP holds there is waited for
+        local lock = php_lock(other)
+        H.write_file(lock, string.format("%010d", os.time() + 120) .. 's:16:"PHPOWNER12345678";')
+        r = run_in(cwd, { "forget", "nope", "--laravel=12.36" }, env)
+        assert.are.equal(1, r.status)
+        assert.are.equal("luaworker: cannot lock the failed jobs: the lock laravel-failed-jobs (" .. lock
+            .. ") was held for 10 s\n", r.stderr)
+        os.remove(lock)
+        -- a worker too
+        local p = failing("elsewhere")
+        r = run_in(cwd, { "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=12.36" }, env)
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(p.uuid, cjson.decode(H.read_file(path))[1].id)
+        assert.are.equal("", listing(cwd))
+    end)
+
+    it("refuses a LUAWORKER_FAILED_PATH of no app without --env-file, with status 2", function()
+        local cwd = H.tmpdir()
+        local path = app .. "/failed.json"
+        local env = { QUEUE_FAILED_DRIVER = "file", LUAWORKER_FAILED_PATH = path }
+        local message = "QUEUE_FAILED_DRIVER=file: LUAWORKER_FAILED_PATH=" .. path .. " is not an app's "
+            .. "storage/framework/cache/failed-jobs.json, so the lock PHP takes on it (in the app's "
+            .. "storage/framework/cache/data) is not known; give --env-file (the app's .env)\n"
+        local r = run_in(cwd, { "forget", "nope", "--laravel=11" }, env)
+        assert.are.equal(2, r.status)
+        assert.are.equal("luaworker: " .. message, r.stderr)
+        r = run_in(cwd, { "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=11" }, env)
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: " .. message, r.stderr, 1, true)
+        assert.are.equal("", listing(cwd))
+        -- with --env-file, the lock is in that app's cache store
+        r = run_in(cwd, { "forget", "nope", "--laravel=11", env_file }, env)
+        assert.are.equal(1, r.status)
+        assert.are.equal("", listing(cwd))
     end)
 
     it("is the database store before Laravel 10.10, as Laravel takes it", function()

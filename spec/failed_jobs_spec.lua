@@ -9,6 +9,15 @@ local APP_DB = H.root .. "/examples/laravel/database/database.sqlite"
 local FAILING = [[return { handle = function(_, command) error("lua says no: " .. command.message) end }]]
 local handlers
 
+-- A handler whose error message is not UTF-8: a byte no UTF-8 has, and a sequence
+-- cut short (one '?' each, as PHP's mb_convert_encoding replaces them).
+local NOT_UTF8 = [[return { handle = function() error("no \255 way \226\130 here") end }]]
+
+-- A payload of job App\Jobs\Failing that is not UTF-8 (in its command's message).
+local function not_utf8_payload()
+    return H.class_payload("App\\Jobs\\Failing", nil, { { "message", 's:5:"caf\233!";' } })
+end
+
 local sqlite = H.sqlite
 
 local function work(args, env)
@@ -119,6 +128,28 @@ describe("the other failed-job stores", function()
         assert.are.equal("2\n", sqlite(file, "select id from failed_jobs"))
     end)
 
+    it("refuses to start with status 2 when the app's database has no failed_jobs table", function()
+        local file = H.tmpdir() .. "/app.sqlite"
+        sqlite(file, "create table users (id integer primary key)")
+        local r = work({}, { DB_CONNECTION = "sqlite", DB_DATABASE = file, QUEUE_FAILED_DRIVER = "database-uuids" })
+        assert.are.equal(2, r.status)
+        assert.are.equal("cannot start: QUEUE_FAILED_DRIVER=database-uuids: failed jobs cannot be recorded in "
+            .. "failed_jobs on database connection sqlite: Illuminate\\Database\\QueryException: SQLSTATE[HY000]: "
+            .. "General error: 1 no such table: failed_jobs (SQL: select id, uuid, connection, queue, payload, "
+            .. "exception, failed_at from failed_jobs where 1 = 0)\n", (r.stderr:gsub("^%[[^]]*%] ", "")))
+    end)
+
+    it("SQLite: keeps a payload that is not UTF-8 byte for byte in the table", function()
+        local file = H.tmpdir() .. "/app.sqlite"
+        sqlite(file, "create table failed_jobs (id integer primary key autoincrement, uuid varchar not null "
+            .. "unique, connection text, queue text, payload text, exception text, failed_at datetime)")
+        local p = not_utf8_payload()
+        local text = H.push(p)
+        assert.are.equal(0, work({}, { DB_CONNECTION = "sqlite", DB_DATABASE = file }).status)
+        assert.are.equal(text .. "\n", sqlite(file, "select payload from failed_jobs"))
+        assert.are.equal(0, reserved_count())
+    end)
+
     it("null: nothing is recorded, the reservation goes", function()
         H.dispatch("Failing")
         local r = work({ APP_ENV }, { QUEUE_FAILED_DRIVER = "null" })
@@ -151,11 +182,11 @@ describe("the other failed-job stores", function()
     end)
 end)
 
-describe("jobs ending while the app's database is down", function()
+describe("failed jobs in MariaDB's failed_jobs table, and while the database is down", function()
     local server  -- H.mariadb()
 
     setup(function()
-        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING })
+        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING, ["App/Jobs/NotUtf8.lua"] = NOT_UTF8 })
         server = H.mariadb()
         assert.are.equal("", server.root("create table failed_jobs (id bigint unsigned auto_increment "
             .. "primary key, uuid varchar(255) not null unique, connection text not null, "
@@ -168,6 +199,35 @@ describe("jobs ending while the app's database is down", function()
             .. "created_at int not null, finished_at int)"))
     end)
     teardown(function() if server then server.remove() end end)
+
+    it("records an error message that is not UTF-8 once, each bad sequence a '?'", function()
+        H.flush()
+        server.root("delete from failed_jobs")
+        local p = H.class_payload("App\\Jobs\\NotUtf8")
+        H.push(p)
+        local r = work({ "--timeout=5" }, server.env())
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, reserved_count())
+        assert.are.equal(p.uuid .. "\t1\n", server.root("select uuid, count(*) from failed_jobs group by uuid"))
+        assert.matches("no ? way ? here", server.root("select exception from failed_jobs"), 1, true)
+        assert.is_nil(r.stderr:find("cannot record", 1, true))
+    end)
+
+    it("keeps a payload that is not UTF-8, which MariaDB refuses, byte for byte in luaworker's Redis store",
+        function()
+        H.flush()
+        server.root("delete from failed_jobs")
+        local p = not_utf8_payload()
+        local text = H.push(p)
+        local r = work({ "--timeout=5" }, server.env())
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, reserved_count())
+        assert.are.equal("0\n", server.root("select count(*) from failed_jobs"))
+        local record = H.failed_record(p.uuid)
+        assert.are.equal(text, record.payload)
+        assert.matches("SQLSTATE[22007]: Invalid datetime format: 1366 Incorrect string value: '\\xE9!\\\";}...' "
+            .. "for column `app`.`failed_jobs`.`payload`", record.exception, 1, true)
+    end)
 
     -- A job that fails in a worker while the database is down; returns the job and
     -- the worker, once the worker said it cannot record it.
@@ -227,5 +287,162 @@ describe("jobs ending while the app's database is down", function()
         assert.are.equal(1, told)
         w:kill("TERM")
         assert.are.equal(0, w:wait())
+    end)
+end)
+
+-- A throwaway PostgreSQL cluster, as spec/db_spec.lua starts one: {port, env(extra)
+-- (the DB_ variables of its pgsql connection, with extra), psql(sql) (the output),
+-- remove()}.
+local function postgresql()
+    local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
+        or "/usr/lib/postgresql/bin") .. "/"
+    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
+    local pg = { dir = f:read("*l"), password = "spec-pg-pa55word", port = math.random(20000, 40000) }
+    f:close()
+    local function sh(cmd) assert(os.execute(cmd), cmd) end
+    sh("chown nobody " .. H.quote(pg.dir))
+    H.write_file(pg.dir .. "/pw", pg.password .. "\n")
+    sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
+    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
+        .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null 2>&1", bin, pg.dir,
+        pg.dir))
+    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir))
+    function pg.env(extra)
+        local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
+            DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = pg.password }
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+    function pg.psql(sql)
+        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
+            .. "-q postgres 2>&1", bin, pg.dir, pg.port, H.quote(sql)))
+        local out = p:read("*a")
+        p:close()
+        return out
+    end
+    function pg.remove()
+        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
+            bin, pg.dir))
+        os.execute("rm -rf " .. H.quote(pg.dir))
+    end
+    return pg
+end
+
+-- Laravel's failed_jobs migration (uuid) as PostgreSQL runs it, for table name.
+local function pgsql_table(name)
+    return "create table " .. name .. " (id bigserial primary key, uuid varchar(255) not null unique, "
+        .. "connection text not null, queue text not null, payload text not null, exception text not null, "
+        .. "failed_at timestamp(0) without time zone not null default current_timestamp)"
+end
+
+describe("failed jobs in PostgreSQL's failed_jobs table", function()
+    local pg, workers
+    setup(function()
+        handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING, ["App/Jobs/NotUtf8.lua"] = NOT_UTF8,
+            ["App/Jobs/Spec.lua"] = H.RECORD_ID })
+        pg = postgresql()
+        assert.are.equal("", pg.psql(pgsql_table("failed_jobs")))
+        workers = H.worker_set()
+    end)
+    teardown(function() if pg then pg.remove() end end)
+    before_each(function()
+        H.flush()
+        pg.psql("delete from failed_jobs")
+    end)
+    after_each(function() workers.stop_all() end)
+
+    it("records an error message that is not UTF-8 once, each bad sequence a '?'", function()
+        local p = H.class_payload("App\\Jobs\\NotUtf8")
+        H.push(p)
+        local r = work({ "--timeout=5" }, pg.env())
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, reserved_count())
+        assert.are.equal(p.uuid .. "|1\n", pg.psql("select uuid, count(*) from failed_jobs group by uuid"))
+        assert.matches("no ? way ? here", pg.psql("select exception from failed_jobs"), 1, true)
+        assert.is_nil(r.stderr:find("cannot record", 1, true))
+    end)
+
+    it("refuses to start with status 2 when the table is not there, or lacks a column", function()
+        local r = work({}, pg.env({ QUEUE_FAILED_DRIVER = "database-uuids", LUAWORKER_FAILED_TABLE = "gone" }))
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: QUEUE_FAILED_DRIVER=database-uuids: failed jobs cannot be recorded in gone "
+            .. "on database connection pgsql: Illuminate\\Database\\QueryException: SQLSTATE[42P01]: Undefined "
+            .. "table: 7 ERROR:  relation \"gone\" does not exist\nLINE 1: ...ection, queue, payload, exception, "
+            .. "failed_at from gone where...\n", r.stderr, 1, true)
+        assert.matches("^ +%^ %(SQL: select id, uuid, connection, queue, payload, exception, failed_at from gone "
+            .. "where 1 = 0%)\n$", r.stderr:match("\n([^\n]*\n)$"))
+        assert.is_nil(r.stderr:find(pg.password, 1, true))
+        assert.are.equal("", pg.psql("create table old (id serial, connection text, queue text, "
+            .. "payload text, exception text, failed_at timestamp)"))
+        r = work({}, pg.env({ LUAWORKER_FAILED_TABLE = "old" }))
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: the failed-job store database-uuids (QUEUE_FAILED_DRIVER is not set, "
+            .. "DB_CONNECTION is): failed jobs cannot be recorded in old on database connection pgsql: "
+            .. "Illuminate\\Database\\QueryException: SQLSTATE[42703]: Undefined column: 7 ERROR:  column \"uuid\" "
+            .. "does not exist", r.stderr, 1, true)
+        -- the database store has no uuid column: that table is its
+        assert.are.equal(0, work({}, pg.env({ LUAWORKER_FAILED_TABLE = "old", QUEUE_FAILED_DRIVER = "database" }))
+            .status)
+    end)
+
+    it("keeps a job the table refuses at run time in luaworker's Redis store, and runs the next at once",
+        function()
+        assert.are.equal("", pg.psql(pgsql_table("dropped")))
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=1" },
+            { env = pg.env({ LUAWORKER_FAILED_TABLE = "dropped" }) })
+        local first = H.payload()
+        H.push(first)
+        H.wait_until(function() return H.r("LLEN", "spec:ran") == 1 end, 10, "the worker to run a job")
+        assert.are.equal("", pg.psql("drop table dropped"))
+        local a, b = H.class_payload("App\\Jobs\\Failing", nil, { { "message", 's:1:"a";' } }),
+            H.class_payload("App\\Jobs\\Failing", nil, { { "message", 's:1:"b";' } })
+        local next_one = H.payload()
+        H.push(a)
+        H.push(b)
+        H.push(next_one)
+        local pushed = os.time()
+        H.wait_until(function() return H.r("LLEN", "spec:ran") == 2 end, 10, "the next job")
+        assert.is_true(os.time() - pushed <= 3, "the next job waited")
+        assert.are.same({ first.id, next_one.id }, H.r("LRANGE", "spec:ran", 0, -1))
+        assert.are.equal(0, reserved_count())
+        for _, p in ipairs({ a, b }) do
+            local record = H.failed_record(p.uuid)
+            assert.are.equal(H.json.encode(p), record.payload)
+            assert.matches("lua says no: " .. (p == a and "a" or "b"), record.exception, 1, true)
+            assert.matches("\n\n[luaworker] This failed job could not be recorded in dropped on database "
+                .. "connection pgsql (Illuminate\\Database\\QueryException: SQLSTATE[42P01]: Undefined table: 7 "
+                .. "ERROR:  relation \"dropped\" does not exist\nLINE 1: select payload from dropped where uuid = "
+                .. "$1\n                            ^ (SQL: select payload from dropped where uuid = ?)), so it is kept "
+                .. "in luaworker's Redis failed store: list it with QUEUE_FAILED_DRIVER=luaworker-redis "
+                .. "luaworker failed, retry it with QUEUE_FAILED_DRIVER=luaworker-redis luaworker retry <id>.",
+                record.exception, 1, true)
+            assert.matches("failed job " .. p.uuid .. " kept in luaworker's Redis failed store, not in dropped "
+                .. "(see QUEUE_FAILED_DRIVER=luaworker-redis luaworker failed)", w:stderr(), 1, true)
+        end
+        local _, said = w:stderr():gsub("cannot record failed jobs in dropped on database connection pgsql "
+            .. "%(Illuminate\\Database\\QueryException: SQLSTATE%[42P01%]: Undefined table: 7 ERROR:  relation "
+            .. "\"dropped\" does not exist\nLINE 1: select payload from dropped where uuid = %$1\n +%^ "
+            .. "%(SQL: select payload from dropped where uuid = %?%)%): not an outage, so a failed job it refuses "
+            .. "for this reason is kept in luaworker's Redis failed store instead %(see "
+            .. "QUEUE_FAILED_DRIVER=luaworker%-redis luaworker failed%)", "")
+        assert.are.equal(1, said)
+        local listed = H.run({ "failed" }, { env = { QUEUE_FAILED_DRIVER = "luaworker-redis" } }).stdout
+        assert.matches(a.uuid, listed, 1, true)
+        assert.matches(b.uuid, listed, 1, true)
+    end)
+
+    it("keeps a payload that is not UTF-8, which PostgreSQL refuses, byte for byte in luaworker's Redis store",
+        function()
+        local p = not_utf8_payload()
+        local text = H.push(p)
+        local r = work({ "--timeout=5" }, pg.env())
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, reserved_count())
+        assert.are.equal("0\n", pg.psql("select count(*) from failed_jobs"))
+        local record = H.failed_record(p.uuid)
+        assert.are.equal(text, record.payload)
+        assert.matches("SQLSTATE[22021]: Character not in repertoire: 7 ERROR:  invalid byte sequence for "
+            .. "encoding \"UTF8\": 0xe9 0x21", record.exception, 1, true)
     end)
 end)

@@ -40,8 +40,19 @@ local function class_of(payload)
     return tostring(decoded.job)
 end
 
+-- The failed-job store the settings choose, or nil after saying why there is none
+-- (the caller ends with status 2: bad input).
+local function store()
+    local ok, chosen = pcall(failed_jobs.store)
+    if ok then return chosen end
+    complain(tostring(chosen))
+    return nil
+end
+
 function M.failed()
-    local records = failed_jobs.store().all()
+    local chosen = store()
+    if not chosen then return 2 end
+    local records = chosen.all()
     if #records == 0 then
         say("No failed jobs!")
         return 0
@@ -73,21 +84,22 @@ function M.failed()
 end
 
 function M.retry(cli)
-    local ids, store = cli.args, failed_jobs.store()
+    local ids, chosen = cli.args, store()
+    if not chosen then return 2 end
     if #ids == 1 and ids[1] == "all" and cli.literal_from ~= 1 then
         ids = {}
-        for _, r in ipairs(store.all()) do
+        for _, r in ipairs(chosen.all()) do
             if not cli.options.queue or r.queue == cli.options.queue then ids[#ids + 1] = r.id end
         end
     end
     local status = 0
     for _, id in ipairs(ids) do
-        local record = store.find(id)
+        local record = chosen.find(id)
         if not record then
             complain("Unable to find failed job with ID [", id, "].")
             status = 1
         else
-            local ok, err = pcall(store.retry, id, record, host.now())
+            local ok, err = pcall(chosen.retry, id, record, host.now())
             if ok and err then
                 say("The failed job [", id, "] has been pushed back onto the queue!")
             else
@@ -100,7 +112,9 @@ function M.retry(cli)
 end
 
 function M.forget(cli)
-    if failed_jobs.store().forget(cli.args[1]) then
+    local chosen = store()
+    if not chosen then return 2 end
+    if chosen.forget(cli.args[1]) then
         say("Failed job deleted successfully!")
         return 0
     end
@@ -109,7 +123,9 @@ function M.forget(cli)
 end
 
 function M.flush()
-    failed_jobs.store().flush()
+    local chosen = store()
+    if not chosen then return 2 end
+    chosen.flush()
     say("All failed jobs deleted successfully!")
     return 0
 end

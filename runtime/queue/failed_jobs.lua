@@ -22,12 +22,22 @@
 -- in luaworker and the other way round.
 --
 -- A store: log(q, reserved_copy, record) records a failed job and removes its
--- reservation, the record first: a job is never without both (a database that is
--- down is waited out, the job kept reserved meanwhile); all() -> records, newest
--- first ({id, connection, queue, payload, exception, failed_at}); find(id);
--- forget(id) -> whether it was there; flush() -> how many went; retry(id, record,
--- now) pushes it back onto its queue (attempts 0, as queue:retry) and forgets it.
+-- reservation, the record first: a job is never without both. The text of a record
+-- other than its payload (the exception, the connection and queue names, the uuid)
+-- is made valid UTF-8 as Laravel's providers make the exception (PHP's
+-- mb_convert_encoding: each ill-formed sequence '?'); the payload is never
+-- altered. A store outside Redis that cannot be written waits out an outage (its
+-- database down, the lock PHP holds), the job kept reserved meanwhile; a lasting
+-- error (no table, a permission, a payload the store refuses) keeps the job in
+-- luaworker's Redis store instead, with a note, said once per store and reason, and
+-- the worker goes on. all() -> records, newest first ({id, connection, queue,
+-- payload, exception, failed_at}); find(id); forget(id) -> whether it was there;
+-- flush() -> how many went; retry(id, record, now) pushes it back onto its queue
+-- (attempts 0, as queue:retry) and forgets it.
 local queue = require "luaworker.queue"
+local host = require "luaworker.host"
+local db = require "luaworker.db"
+local output = require "luaworker.output"
 local settings_of = require "luaworker.settings"
 
 local M = {}
@@ -55,16 +65,26 @@ function M.settings()
     if not tbl:match("^[%a_][%w_]*$") then
         error("LUAWORKER_FAILED_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
     end
-    local s = { driver = driver, connection = env("DB_CONNECTION"), table = tbl }
+    local s = { driver = driver, connection = env("DB_CONNECTION"), table = tbl,
+        setting = env("QUEUE_FAILED_DRIVER") }
     if driver == "file" then
         local dir = settings_of.app_dir()
-        s.path = env("LUAWORKER_FAILED_PATH")
-            or (dir and dir .. "/storage/framework/cache/failed-jobs.json")
+        local given = env("LUAWORKER_FAILED_PATH")
+        s.path = given or (dir and dir .. "/storage/framework/cache/failed-jobs.json")
         if not s.path then
             error("QUEUE_FAILED_DRIVER=file: the failed-jobs file is in the app's storage, found "
                 .. "beside --env-file; give --env-file or LUAWORKER_FAILED_PATH", 0)
         end
-        s.cache_dir = (dir or ".") .. "/storage/framework/cache/data"
+        -- the lock PHP takes is in the cache store of the app the file belongs to:
+        -- the app whose storage holds the path, else the app of --env-file
+        local app = s.path:match("^(.*)/storage/framework/cache/failed%-jobs%.json$")
+            or (s.path == "storage/framework/cache/failed-jobs.json" and ".") or dir
+        if not app then
+            error("QUEUE_FAILED_DRIVER=file: LUAWORKER_FAILED_PATH=" .. given .. " is not an app's "
+                .. "storage/framework/cache/failed-jobs.json, so the lock PHP takes on it (in the app's "
+                .. "storage/framework/cache/data) is not known; give --env-file (the app's .env)", 0)
+        end
+        s.cache_dir = app .. "/storage/framework/cache/data"
         local limit = env("LUAWORKER_FAILED_LIMIT") or "100"
         s.limit = tonumber(limit:match("^%d+$") or "")
         if not s.limit or s.limit < 1 then
@@ -74,11 +94,26 @@ function M.settings()
     return s
 end
 
+-- The text of a record other than its payload made valid UTF-8 (host.mb_scrub: as
+-- PHP's mb_convert_encoding, which Laravel's providers apply to the exception).
+-- Returns a copy of r, and q so made unless keep_queue (luaworker's Redis store:
+-- the queue's name there names its keys, byte for byte).
+local function scrubbed(q, r, keep_queue)
+    local copy = {}
+    for k, v in pairs(r) do copy[k] = v end
+    for _, k in ipairs({ "exception", "connection", "uuid" }) do
+        if type(copy[k]) == "string" then copy[k] = host.mb_scrub(copy[k]) end
+    end
+    return keep_queue and q or host.mb_scrub(q), copy
+end
+
 -- luaworker's Redis store ---------------------------------------------------------
 
 local redis_store = { name = "luaworker-redis" }
 
-function redis_store.log(q, reserved_copy, record) return queue.fail(q, reserved_copy, record) end
+function redis_store.log(q, reserved_copy, record)
+    return queue.fail(q, reserved_copy, select(2, scrubbed(q, record, true)))
+end
 function redis_store.all() return queue.failed_records() end
 function redis_store.find(id) return queue.failed_record(id) end
 function redis_store.forget(id) return queue.forget(id) end
@@ -98,29 +133,71 @@ function null_store.retry() return false end
 
 -- Stores outside Redis ------------------------------------------------------------
 
+-- How a job another store cannot record is found in luaworker's Redis store.
+local LIST_REDIS = "QUEUE_FAILED_DRIVER=luaworker-redis luaworker failed"
+
+local said = {}  -- store name .. reason -> true once a lasting error was said
+
+-- A job of queue q whose record r store refused for good (err, a lasting error):
+-- kept in luaworker's Redis store (its record and the reservation's removal in one
+-- step), the exception followed by a note saying why it is there and how to list
+-- it. The error is said once per store and reason, each job kept in a line of its
+-- own.
+local function keep_in_redis(store, q, reserved_copy, r, err)
+    local why = host.mb_scrub(tostring(err))
+    local kept = {}
+    for k, v in pairs(r) do kept[k] = v end
+    kept.exception = r.exception .. "\n\n[luaworker] This failed job could not be recorded in "
+        .. store.failing_where .. " (" .. why .. "), so it is kept in luaworker's Redis failed "
+        .. "store: list it with " .. LIST_REDIS .. ", retry it with QUEUE_FAILED_DRIVER=luaworker-redis "
+        .. "luaworker retry <id>."
+    queue.fail(q, reserved_copy, kept)
+    local key = store.name .. "\0" .. store.reason(err)
+    if not said[key] then
+        said[key] = true
+        output.error("cannot record failed jobs in " .. store.failing_where .. " (" .. why .. "): not "
+            .. "an outage, so a failed job it refuses for this reason is kept in luaworker's Redis "
+            .. "failed store instead (see " .. LIST_REDIS .. ")")
+    end
+    output.error("failed job " .. r.uuid .. " kept in luaworker's Redis failed store, not in "
+        .. store.where .. " (see " .. LIST_REDIS .. ")")
+end
+
 -- store.log for a store whose record is written where a Redis script cannot reach
 -- (the app's database, its file), from store.write(q, r, again) -> the record's id,
--- which writes r unless it is there (again: a try before may have written it), and
--- store.where / store.failing_where (what the log lines name). The record first,
--- then the reservation goes: while the write fails, the job stays reserved and the
--- write is tried again, 1 s, 2 s... 30 s apart, said once when it fails and once
--- when it is written. A worker that stops meanwhile raises: the job stays
--- reserved, failed again when it comes back.
+-- which writes r unless it is there (again: a try before may have written it),
+-- store.passing(err) (whether an error of write passes: an outage), store.reason(err)
+-- (what a lasting error is said once for) and store.where / store.failing_where
+-- (what the log lines name). The record first, then the reservation goes: while the
+-- write fails for a passing reason, the job stays reserved and the write is tried
+-- again, 1 s, 2 s... 30 s apart, said once when it fails and once when it is
+-- written. A worker that stops meanwhile raises: the job stays reserved, failed
+-- again when it comes back. A lasting error keeps the job in luaworker's Redis
+-- store at once (keep_in_redis); a try before it that passed may have written the
+-- record (a lost reply), so the job may then be in both: never in neither.
 local function logged_first(store)
     function store.log(q, reserved_copy, r)
-        local output = require "luaworker.output"
+        -- q names the queue's keys (byte for byte), name is what the record says
+        local name
+        name, r = scrubbed(q, r)
         local tried = false
-        local id = require("luaworker.db").wait_out(function()
+        local ok, id = pcall(db.wait_out, function()
             local again = tried
             tried = true
-            return store.write(q, r, again)
-        end, function() return true end, function(err)
+            return store.write(name, r, again)
+        end, store.passing, function(err)
             output.error("cannot record failed job " .. r.uuid .. " in " .. store.failing_where .. " ("
                 .. tostring(err) .. "); the job stays reserved until it is recorded, tried again "
                 .. "every 30 s at most")
         end, function()
             output.error("recorded failed job " .. r.uuid .. " in " .. store.where .. " after all")
         end)
+        if not ok then
+            -- a passing error raised: the worker stops, the job stays reserved
+            if store.passing(id) then error(id, 0) end
+            keep_in_redis(store, q, reserved_copy, r, id)
+            return nil
+        end
         queue.delete_reserved(q, reserved_copy)
         return id
     end
@@ -129,11 +206,49 @@ end
 
 -- The app's table ------------------------------------------------------------------
 
+-- SQLSTATE classes and states of errors that pass: connection (08), transaction
+-- rollback (40: a deadlock, a serialization failure), insufficient resources (53),
+-- operator intervention (57: a shutdown, a statement timeout), system errors
+-- (58); a read-only transaction (25006: a fail-over), a lock not available
+-- (55P03). MySQL's own numbers for what it reports as HY000: a lock wait timeout
+-- (1205), a read-only server (1290, 1836).
+local PASSING_CLASSES = { ["08"] = true, ["40"] = true, ["53"] = true, ["57"] = true, ["58"] = true }
+local PASSING_STATES = { ["25006"] = true, ["55P03"] = true }
+local PASSING_MYSQL = { ["1205"] = true, ["1290"] = true, ["1836"] = true }
+
+-- A QueryException's SQLSTATE and, for MySQL's, its error number.
+local function query_error_codes(err)
+    local message = type(err) == "table" and err.message
+    if type(message) ~= "string" then return nil end
+    local state = err.sqlstate or message:match("^SQLSTATE%[(%w+)%]")
+    return state, message:match("^SQLSTATE%[%w+%]: [^:]*: (%d+) ")
+end
+
+-- Whether err, raised by a statement on the app's database, passes: the database
+-- is down or cannot be reached (luaworker.db's lost connection), or is busy or
+-- read-only for a while. Anything else lasts (no table, a permission, a login
+-- refused, an encoding or a constraint the row breaks, a Lua error).
+local function passing_query_error(err)
+    local state, number = query_error_codes(err)
+    -- a login refused (MySQL's 28000; libpq's comes as a lost connection) lasts
+    if state and state:sub(1, 2) == "28" then return false end
+    if db.lost_connection(err) then return true end
+    if not state then return false end
+    return PASSING_CLASSES[state:sub(1, 2)] or PASSING_STATES[state] or PASSING_MYSQL[number] or false
+end
+
+-- What a lasting error is said once for: its SQLSTATE (and MySQL's number), else
+-- its text.
+local function query_error_reason(err)
+    local state, number = query_error_codes(err)
+    return state and state .. " " .. (number or "") or tostring(err)
+end
+
 local function database_store(s)
     local uuids = s.driver == "database-uuids"
     local store = { name = s.driver }
     local id_column = uuids and "uuid" or "id"
-    local function db() return require("luaworker").db(s.connection) end
+    local function conn() return db.connection(s.connection) end
     local tbl = s.table
 
     -- A row as a record: its id is the uuid for database-uuids (as the provider's
@@ -152,7 +267,7 @@ local function database_store(s)
     local function free_uuid(r)
         local n, id = 1, r.uuid
         while true do
-            local row = db():select("select payload from " .. tbl .. " where uuid = ?", { id })[1]
+            local row = conn():select("select payload from " .. tbl .. " where uuid = ?", { id })[1]
             if not row then return id end
             if row.payload == r.payload then return nil end
             n = n + 1
@@ -163,7 +278,7 @@ local function database_store(s)
     -- database: whether a row of this payload is there already (checked only after
     -- a failed insert: the payload has no index).
     local function written(r)
-        return #db():select("select 1 as one from " .. tbl .. " where payload = ?", { r.payload }) > 0
+        return #conn():select("select 1 as one from " .. tbl .. " where payload = ?", { r.payload }) > 0
     end
 
     -- Writes r's row unless it is there; returns its id (the uuid, or nil for database).
@@ -172,13 +287,13 @@ local function database_store(s)
         if uuids then
             local id = free_uuid(r)
             if not id then return r.uuid end
-            db():insert("insert into " .. tbl .. " (uuid, connection, queue, payload, exception, "
+            conn():insert("insert into " .. tbl .. " (uuid, connection, queue, payload, exception, "
                 .. "failed_at) values (?, ?, ?, ?, ?, ?)",
                 { id, r.connection, q, r.payload, r.exception, failed_at })
             return id
         end
         if again and written(r) then return nil end
-        db():insert("insert into " .. tbl .. " (connection, queue, payload, exception, "
+        conn():insert("insert into " .. tbl .. " (connection, queue, payload, exception, "
             .. "failed_at) values (?, ?, ?, ?, ?)",
             { r.connection, q, r.payload, r.exception, failed_at })
         return nil
@@ -188,26 +303,35 @@ local function database_store(s)
     store.write = insert
     store.failing_where = tbl .. " on database connection " .. tostring(s.connection or "default")
     store.where = tbl
+    store.passing = passing_query_error
+    store.reason = query_error_reason
+
+    -- At worker start: the table is there with the columns the store uses (a
+    -- query that reads none of its rows). Raises as a write would.
+    function store.check()
+        conn():select("select id, " .. (uuids and "uuid, " or "") .. "connection, queue, payload, "
+            .. "exception, failed_at from " .. tbl .. " where 1 = 0")
+    end
 
     function store.all()
         local records = {}
-        for i, row in ipairs(db():select("select * from " .. tbl .. " order by id desc")) do
+        for i, row in ipairs(conn():select("select * from " .. tbl .. " order by id desc")) do
             records[i] = record(row)
         end
         return records
     end
 
     function store.find(id)
-        return record(db():select("select * from " .. tbl .. " where " .. id_column .. " = ?",
+        return record(conn():select("select * from " .. tbl .. " where " .. id_column .. " = ?",
             { id })[1])
     end
 
     function store.forget(id)
-        return db():delete("delete from " .. tbl .. " where " .. id_column .. " = ?", { id }) > 0
+        return conn():delete("delete from " .. tbl .. " where " .. id_column .. " = ?", { id }) > 0
     end
 
     function store.flush()
-        return db():delete("delete from " .. tbl)
+        return conn():delete("delete from " .. tbl)
     end
 
     return store
@@ -238,6 +362,35 @@ function M.store()
         end
     end
     return chosen
+end
+
+-- The store s (M.settings) as a message names it.
+local function named(s)
+    if s.setting == s.driver then return "QUEUE_FAILED_DRIVER=" .. s.driver end
+    if s.setting then
+        return "QUEUE_FAILED_DRIVER=" .. s.setting .. " (" .. s.driver .. " before Laravel 10.10)"
+    end
+    return "the failed-job store " .. s.driver .. " (QUEUE_FAILED_DRIVER is not set, DB_CONNECTION is)"
+end
+
+-- At worker start: whether the store the settings choose can record a failed job
+-- (its store.check: the table and its columns, the file's directories). Returns
+-- true; true and a warning when it could not be checked for a passing reason (the
+-- database is down: a job that fails meanwhile waits for it, as for any outage);
+-- or false and why not, naming the store, where it writes and the error (a
+-- lasting one: the worker must not start). Raises what M.settings raises.
+function M.check()
+    local s = M.settings()
+    local store = M.store()
+    if not store.check then return true end
+    local ok, err = pcall(store.check)
+    if ok then return true end
+    local why = named(s) .. ": failed jobs cannot be recorded in " .. store.failing_where .. ": "
+        .. tostring(err)
+    if store.passing(err) then
+        return true, why .. "; starting all the same: a job that fails meanwhile waits for it"
+    end
+    return false, why
 end
 
 -- For specs and the commands: the store of the settings now.

@@ -10,8 +10,13 @@
 -- write over each other's records. The file is replaced whole (written beside it,
 -- then renamed): a reader never sees half of it.
 --
--- A store as failed_jobs.lua describes: write (for its log), all, find, forget,
--- flush (log and retry are failed_jobs.lua's).
+-- Its path and its lock's are failed_jobs.lua's settings (the lock in the cache
+-- directory of the app the path belongs to, never the current directory). Text
+-- other than the payload comes valid UTF-8 (failed_jobs.lua scrubs it as PHP's
+-- mb_convert_encoding does); a payload that is not is refused, never altered.
+--
+-- A store as failed_jobs.lua describes: write (for its log), check, passing,
+-- reason, all, find, forget, flush (log and retry are failed_jobs.lua's).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local php = require "luaworker.php"
@@ -23,36 +28,17 @@ local LOCK_SECONDS, LOCK_WAIT, LOCK_RETRY = 5, 10, 0.25
 
 local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
 
--- s with what is not UTF-8 replaced by '?', as mb_convert_encoding does: PHP
--- cannot encode (and so would lose) a file with such bytes in it.
-local function utf8(s)
-    if not s:find("[\128-\255]") then return s end
-    local out, i, n = {}, 1, #s
-    while i <= n do
-        local c = s:byte(i)
-        local len = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2 or (c >= 0xE0 and c <= 0xEF) and 3
-            or (c >= 0xF0 and c <= 0xF4) and 4 or 0
-        local ok = len > 0 and i + len - 1 <= n
-        for k = 1, len - 1 do
-            local b = ok and s:byte(i + k)
-            if not b or b < 0x80 or b > 0xBF then ok = false end
-        end
-        if ok and len == 3 then
-            local b = s:byte(i + 1)
-            ok = not (c == 0xE0 and b < 0xA0) and not (c == 0xED and b > 0x9F)
-        elseif ok and len == 4 then
-            local b = s:byte(i + 1)
-            ok = not (c == 0xF0 and b < 0x90) and not (c == 0xF4 and b > 0x8F)
-        end
-        if ok then
-            out[#out + 1] = s:sub(i, i + len - 1)
-            i = i + len
-        else
-            out[#out + 1] = "?"
-            i = i + 1
-        end
-    end
-    return table.concat(out)
+-- A store error: its message, its errno's name or another code, and whether it
+-- passes (the lock PHP holds, a full disk: the write is tried again, the job kept
+-- reserved) or lasts (a path that cannot be made, read or written, a payload the
+-- file cannot hold: failed_jobs.lua keeps the job in luaworker's Redis store).
+local LASTING = { EACCES = true, EPERM = true, ENOENT = true, ENOTDIR = true, EISDIR = true,
+    EROFS = true, ENAMETOOLONG = true, ELOOP = true, EEXIST = true }
+local Failure = { __tostring = function(e) return e.message end }
+
+local function fail(message, code, passing)
+    if passing == nil then passing = not LASTING[code] end
+    error(setmetatable({ message = message, code = code, passing = passing }, Failure), 0)
 end
 
 local KEYS = { "id", "connection", "queue", "payload", "exception", "failed_at", "failed_at_timestamp" }
@@ -91,12 +77,20 @@ function M.new(s)
     local store = { name = "file" }
 
     -- FileFailedJobProvider::read: the records, or none when the file is missing,
-    -- empty or not a JSON array.
+    -- empty or not a JSON array. Raises (a lasting failure) when it is there and
+    -- cannot be read: written over, its records would be lost.
     local function read()
-        local f = io.open(path, "rb")
-        if not f then return {} end
+        local kind = host.file_kind(path)
+        if kind == nil then return {} end
+        if kind ~= "file" then
+            fail("cannot read " .. path .. ": " .. (kind == "directory" and "Is a directory"
+                or "not a regular file"), kind == "directory" and "EISDIR" or "not a file")
+        end
+        local f, err = io.open(path, "rb")
+        if not f then fail("cannot read " .. err, "unreadable", false) end
         local text = f:read("*a")
         f:close()
+        if not text then fail("cannot read " .. path, "unreadable", false) end
         local ok, records = pcall(cjson.decode, text)
         if not ok or type(records) ~= "table" then return {} end
         local list = {}
@@ -107,8 +101,8 @@ function M.new(s)
     end
 
     local function write(records)
-        local ok, err = host.write_file(path, pretty(records))
-        if not ok then error("cannot record failed jobs in " .. path .. ": " .. err, 0) end
+        local ok, err, code = host.write_file(path, pretty(records))
+        if not ok then fail("cannot record failed jobs in " .. path .. ": " .. err, code) end
     end
 
     -- The cache file of the lock (FileStore::path: sha1 of the key, under two
@@ -121,18 +115,19 @@ function M.new(s)
     end
 
     -- Runs fn() holding the lock (Lock::block(10)): tried every 250 ms; raises when
-    -- it is not had in 10 s. Released after only while still ours (CacheLock).
+    -- it is not had in 10 s (a passing failure), or cannot be taken (as its errno
+    -- says). Released after only while still ours (CacheLock).
     local function locked(fn)
         local file = lock_path()
         local owner = php.serialize(host.random_id(16))
         local deadline = host.clock() + LOCK_WAIT
         while true do
-            local added, err = host.cache_add(file, host.now() + LOCK_SECONDS, owner)
-            if added == nil then error("cannot lock the failed jobs: " .. err, 0) end
+            local added, err, code = host.cache_add(file, host.now() + LOCK_SECONDS, owner)
+            if added == nil then fail("cannot lock the failed jobs: " .. err, code) end
             if added then break end
             if host.clock() >= deadline then
-                error("cannot lock the failed jobs: the lock laravel-failed-jobs (" .. file
-                    .. ") was held for " .. LOCK_WAIT .. " s", 0)
+                fail("cannot lock the failed jobs: the lock laravel-failed-jobs (" .. file
+                    .. ") was held for " .. LOCK_WAIT .. " s", "locked", true)
             end
             require("luaworker").sleep(LOCK_RETRY)
         end
@@ -148,17 +143,22 @@ function M.new(s)
     end
 
     -- Writes r first in the file unless it is there (written before a crash);
-    -- failed_jobs.lua's store.log around it waits out a lock or a file that cannot
-    -- be had, the job kept reserved meanwhile.
+    -- failed_jobs.lua's store.log around it waits out a passing failure (the lock),
+    -- the job kept reserved meanwhile. A payload that is not valid UTF-8 is refused
+    -- (lasting): PHP's json_decode could read none of the file's records then.
     function store.write(q, r)
-        local payload = utf8(r.payload)
+        local payload = r.payload
+        if select(2, host.mb_scrub(payload)) > 0 then
+            fail("the payload is not valid UTF-8, which the file's JSON cannot hold (PHP's "
+                .. "json_decode would read no record of the file)", "payload", false)
+        end
         locked(function()
             local records = read()
             for _, old in ipairs(records) do
                 if old.id == r.uuid and old.payload == payload then return end
             end
             table.insert(records, 1, { id = r.uuid, connection = r.connection, queue = q,
-                payload = payload, exception = utf8(r.exception), failed_at = r.failed_at,
+                payload = payload, exception = r.exception, failed_at = r.failed_at,
                 failed_at_timestamp = r.now })
             for i = #records, limit + 1, -1 do records[i] = nil end
             write(records)
@@ -166,6 +166,24 @@ function M.new(s)
         return r.uuid
     end
     store.where, store.failing_where = path, path
+
+    -- At worker start: the file's directory and the lock's can be made and written,
+    -- and the file, when it is there, read. Raises as a write would.
+    function store.check()
+        for _, file in ipairs({ path, lock_path() }) do
+            local ok, err, code = host.prepare_file(file)
+            if not ok then fail(err, code) end
+        end
+    end
+
+    -- Whether err, which write raised, passes (see fail); its reason, said once.
+    function store.passing(err)
+        return getmetatable(err) == Failure and err.passing
+    end
+
+    function store.reason(err)
+        return getmetatable(err) == Failure and err.code or tostring(err)
+    end
 
     local function record(r)
         return { id = tostring(r.id), connection = r.connection, queue = r.queue,

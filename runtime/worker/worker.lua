@@ -238,14 +238,20 @@ function M.run(cli, cfg)
         output.error("--handlers=" .. options.handlers .. ": no such directory")
         return 2
     end
-    -- the failed-job store's settings (its driver's name was checked by main.c), and
-    -- the database pools' size
-    local store_ok, store_err = pcall(require("luaworker.failed_jobs").settings)
-    if store_ok then store_ok, store_err = pcall(require("luaworker.db").pool_size) end
-    if not store_ok then
-        output.error("cannot start: " .. tostring(store_err))
+    -- the database pools' size; the failed-job store's settings (its driver's name
+    -- was checked by main.c), and whether it can record a failed job: not for a
+    -- lasting reason is bad input
+    local sized, size_err = pcall(require("luaworker.db").pool_size)
+    if not sized then
+        output.error("cannot start: " .. tostring(size_err))
         return 2
     end
+    local checked, usable, why = pcall(require("luaworker.failed_jobs").check)
+    if not checked or not usable then
+        output.error("cannot start: " .. tostring(checked and why or usable))
+        return 2
+    end
+    if why then output.error(why) end
 
     -- run_init returns true or nil, message; task.run gives false, error, traceback
     local ok, inited, why = task.run(handlers.run_init)
