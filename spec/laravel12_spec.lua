@@ -1,0 +1,204 @@
+-- luaworker --laravel=12.67 beside a real Laravel 12.67 worker (spec/laravel12.lua:
+-- ../shared/laravel12, skipped with a plain message where it is absent): the same
+-- jobs, dispatched by Laravel 12, from copies of the same Redis state, compared byte
+-- for byte: a release, a failure, --stop-when-empty with a job due, and a mixed
+-- fleet of both workers on one queue.
+local H = require "spec.helpers"
+local L12 = require "spec.laravel12"
+
+local app, missing = L12.app()
+local QUEUE = H.prefix .. "queues:default"
+local RAN = H.prefix .. "spec:ran"
+
+-- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),
+-- then does what its action says: "release" releases it for 3 s on its first
+-- attempt, "release_now" for 0 s, "slow" takes 10 ms, "fail" fails it.
+local PHP_JOB = [[
+    public $tries = 2;
+    public $tag;
+    public $action;
+
+    public function __construct($tag = null, $action = 'ok')
+    {
+        $this->tag = $tag;
+        $this->action = $action;
+    }
+
+    public function handle()
+    {
+        \Illuminate\Support\Facades\Redis::rpush('spec:ran', json_encode(
+            ['by' => 'php', 'tag' => $this->tag, 'attempt' => $this->attempts()]));
+        if ($this->action === 'release' && $this->attempts() === 1) {
+            $this->release(3);
+        } elseif ($this->action === 'release_now' && $this->attempts() === 1) {
+            $this->release(0);
+        } elseif ($this->action === 'slow') {
+            usleep(10000);
+        } elseif ($this->action === 'fail') {
+            $this->fail(new \RuntimeException('boom'));
+        }
+    }
+]]
+
+local LUA_JOB = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
+        { by = "lua", tag = command.tag, attempt = job:attempts() }))
+    if command.action == "release" and job:attempts() == 1 then
+        job:release(3)
+    elseif command.action == "release_now" and job:attempts() == 1 then
+        job:release(0)
+    elseif command.action == "slow" then
+        luaworker.sleep(0.01)
+    elseif command.action == "fail" then
+        job:fail(luaworker.exception("RuntimeException", "boom"))
+    end
+end }
+]]
+
+local handlers, database
+
+local function runs()
+    local out = {}
+    for _, r in ipairs(H.r("LRANGE", RAN, 0, -1)) do out[#out + 1] = H.json.decode(r) end
+    return out
+end
+
+-- The worker environment of both: the app's Redis names, failed jobs in its SQLite.
+local function env()
+    return L12.env({ QUEUE_FAILED_DRIVER = "database-uuids", DB_DATABASE = database })
+end
+
+local function luaworker(args)
+    local full = { "work", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers, "--sleep=0" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    local r = H.run(full, { env = env() })
+    assert.are.equal(0, r.status, r.stderr)
+    return r
+end
+
+local function php_worker(args)
+    local full = { "queue:work", "--sleep=0" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    local r = L12.artisan(full, { QUEUE_FAILED_DRIVER = "database-uuids", DB_DATABASE = database })
+    assert.are.equal(0, r.status, r.stdout .. r.stderr)
+    return r
+end
+
+local function dispatch(php)
+    L12.php(php, { DB_DATABASE = database })
+end
+
+-- Every key of database 0 and its DUMP, to put the same state back.
+local function snapshot()
+    local keys = {}
+    for _, k in ipairs(H.r("KEYS", "*")) do keys[k] = H.r("DUMP", k) end
+    return keys
+end
+
+local function restore(keys)
+    H.flush()
+    for k, v in pairs(keys) do H.r("RESTORE", k, 0, v) end
+end
+
+local function sqlite(sql) return H.sqlite(database, sql) end
+
+describe("luaworker beside a real Laravel 12 worker", function()
+    if not app then
+        it("is skipped: " .. missing, function() print(missing) end)
+        return
+    end
+
+    setup(function()
+        L12.job("Recorded", PHP_JOB)
+        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = LUA_JOB })
+        database = H.tmpdir() .. "/database.sqlite"
+        assert(os.execute("sqlite3 " .. H.quote(database) .. " < " .. H.quote(app .. "/database/schema.sql")))
+    end)
+
+    before_each(function()
+        H.flush()
+        sqlite("delete from failed_jobs")
+    end)
+
+    it("releases a job with the bytes and the score Laravel 12 releases it with", function()
+        dispatch([[App\Jobs\Recorded::dispatch('r1', 'release');]])
+        local state = snapshot()
+        local before = os.time()
+        php_worker({ "--once" })
+        local php = H.zscores(QUEUE .. ":delayed")
+        restore(state)
+        luaworker({ "--once" })
+        local lua = H.zscores(QUEUE .. ":delayed")
+        assert.are.equal(1, #php)
+        assert.are.equal(1, #lua)
+        assert.is_true(php[1][1] == lua[1][1], "released payloads differ:\n" .. php[1][1] .. "\n" .. lua[1][1])
+        assert.is_true(math.abs(php[1][2] - lua[1][2]) <= 1 + os.time() - before)
+        assert.is_true(lua[1][2] >= before + 3)
+    end)
+
+    it("fails a job into failed_jobs with the uuid, connection, queue and payload Laravel 12 "
+        .. "records", function()
+        dispatch([[App\Jobs\Recorded::dispatch('f1', 'fail');]])
+        local state = snapshot()
+        php_worker({ "--once" })
+        local php = sqlite("select uuid, connection, queue, payload from failed_jobs")
+        local php_exception = sqlite("select exception from failed_jobs")
+        sqlite("delete from failed_jobs")
+        restore(state)
+        luaworker({ "--once" })
+        local lua = sqlite("select uuid, connection, queue, payload from failed_jobs")
+        assert.are_not.equal("", php)
+        assert.are.equal(php, lua)
+        assert.matches("^RuntimeException: boom", php_exception)
+        assert.matches("^RuntimeException: boom", sqlite("select exception from failed_jobs"))
+        assert.are.equal(0, H.r("ZCARD", QUEUE .. ":reserved"))
+    end)
+
+    it("runs a job released with no delay again before --stop-when-empty ends the run, as "
+        .. "Laravel 12 does", function()
+        dispatch([[App\Jobs\Recorded::dispatch('s1', 'release_now');]])
+        local state = snapshot()
+        php_worker({ "--stop-when-empty" })
+        local php = runs()
+        restore(state)
+        luaworker({ "--stop-when-empty" })
+        local lua = runs()
+        assert.are.same({ { 1, 2 }, { 1, 2 } }, { { php[1].attempt, php[2] and php[2].attempt },
+            { lua[1].attempt, lua[2] and lua[2].attempt } })
+        assert.are.same({ 0, 0 }, { H.r("ZCARD", QUEUE .. ":delayed"), H.r("LLEN", QUEUE) })
+    end)
+
+    it("shares a queue with Laravel 12's worker: 600 jobs, some released, each run to its end "
+        .. "once", function()
+        dispatch([[
+for ($i = 1; $i <= 600; $i++) {
+    App\Jobs\Recorded::dispatch('m' . $i, $i % 10 === 0 ? 'release_now' : 'slow');
+}]])
+        local lua = H.spawn({ "work", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers, "--sleep=0.05",
+            "--stop-when-empty", "--concurrency=2" }, { env = env() })
+        local php = L12.artisan({ "queue:work", "--stop-when-empty", "--sleep=0" },
+            { QUEUE_FAILED_DRIVER = "database-uuids", DB_DATABASE = database })
+        assert.are.equal(0, php.status, php.stderr)
+        assert.are.equal(0, lua:wait(120), lua:stderr())
+        -- the PHP worker may have stopped first: what is left runs in luaworker
+        luaworker({ "--stop-when-empty" })
+        local seen, by = {}, { php = 0, lua = 0 }
+        for _, r in ipairs(runs()) do
+            seen[r.tag] = seen[r.tag] or {}
+            seen[r.tag][#seen[r.tag] + 1] = r.attempt
+            by[r.by] = by[r.by] + 1
+        end
+        for i = 1, 600 do
+            local tag = "m" .. i
+            local want = i % 10 == 0 and { 1, 2 } or { 1 }
+            table.sort(seen[tag] or {})
+            assert.are.same(want, seen[tag], tag)
+        end
+        assert.is_true(by.php > 0 and by.lua > 0, "both workers ran jobs: " .. by.php .. " " .. by.lua)
+        assert.are.equal("0", sqlite("select count(*) from failed_jobs"):match("%d+"))
+        assert.are.same({ 0, 0, 0 }, { H.r("LLEN", QUEUE), H.r("ZCARD", QUEUE .. ":delayed"),
+            H.r("ZCARD", QUEUE .. ":reserved") })
+    end)
+end)
