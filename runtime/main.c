@@ -1,6 +1,9 @@
 /* luaworker: runs Laravel Redis queue jobs with Lua handlers. main() parses the
  * command line and the configuration (exit status 2 on bad input, before anything
- * touches Redis), reads the Redis scripts, then hands over to lua_host. */
+ * touches Redis), reads the Redis scripts, then, for `work` without --once, runs
+ * the supervisor; otherwise it opens the vm, gives it its bindings (the functions
+ * of "luaworker.host": waits, system, Redis, HTTP, the databases, the file store,
+ * the heartbeat, the slot) and runs runtime/main.lua in it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +13,21 @@
 
 #include "config/cli.h"
 #include "config/config.h"
-#include "host/host_api.h"
-#include "host/host_slot.h"
-#include "host/lua_host.h"
+#include "db/mysql_binding.h"
+#include "db/pg_binding.h"
+#include "db/sqlite_binding.h"
+#include "http/http_binding.h"
+#include "loop/signals.h"
+#include "loop/system.h"
+#include "loop/vm.h"
+#include "loop/waits.h"
+#include "queue/file_store_binding.h"
+#include "redis/redis_binding.h"
 #include "redis/scripts.h"
-#include "supervisor/signals.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
+#include "worker/heartbeat_binding.h"
+#include "worker/slot_binding.h"
 
 static const char *option_value(const struct cli *cli, const char *name)
 {
@@ -147,23 +158,31 @@ int main(int argc, char **argv)
                               option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"));
     }
 
-    struct host host;
+    struct vm host;
     int status;
-    if (host_open(&host, &config, &scripts, err, sizeof err)) {
+    if (vm_open(&host, &config, err, sizeof err) ||
+        redis_binding_open(&host, &scripts, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
         status = 70;
-    } else if (host_slot_attach(&host, slot_fd ? atoi(slot_fd) : -1)) {
+    } else if (slot_binding_attach(&host, slot_fd ? atoi(slot_fd) : -1)) {
         fprintf(stderr, "luaworker: cannot map the slot shared with the supervisor\n");
         status = 70;
     } else {
         unsetenv(SLOT_ENV);
-        host_api_register(&host);
+        waits_register(&host);
+        system_register(&host);
+        http_binding_register(&host);
+        pg_binding_register(&host);
+        mysql_binding_register(&host);
+        sqlite_binding_register(&host);
+        file_store_binding_register(&host);
+        heartbeat_binding_register(&host);
         const char *memory_limit = option_value(&cli, "memory-limit");
         if (memory_limit)
-            host_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
-        status = host_run(&host, &cli);
+            vm_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
+        status = vm_run(&host, &cli);
     }
-    host_close(&host);
+    vm_close(&host);
     fflush(stdout);
     return status;
 }

@@ -1,4 +1,4 @@
-/* mysql_values: Lua values to and from MySQL / MariaDB, for host_mysql. Bindings
+/* mysql_values: Lua values to and from MySQL / MariaDB, for mysql_binding. Bindings
  * as MYSQL_BINDs; a statement's end as the values host.mysql_query returns, its
  * rows (of the text protocol or of a prepared statement) as Lua tables keyed by
  * column: NULL as luaworker.null (a NULL light userdata), integer columns as

@@ -14,7 +14,7 @@
 #include <ev.h>
 
 #include "supervisor/handler_watch.h"
-#include "supervisor/signals.h"
+#include "loop/signals.h"
 #include "supervisor/slot.h"
 
 /* A worker that ends before it reported ready failed to start; the next start

@@ -23,7 +23,7 @@
 --
 -- The heartbeat lives --heartbeat seconds (TTL); the host sets it every TTL/4 while
 -- the loop runs, and so does each pop. A confirmed heartbeat holds the lease for
--- TTL/2 (runtime/host/host_heartbeat.h). This worker starts a job reserved ahead
+-- TTL/2 (runtime/worker/heartbeat_binding.h). This worker starts a job reserved ahead
 -- only when the lease has been held without a break since its pop: after a break
 -- (an outage, a handler computing that long without yielding), another process may
 -- have taken it for dead and given the job back, so it gives back what is left and

@@ -3,7 +3,7 @@
 local M = {
     options = {},             -- `luaworker work`'s options (runtime/config/cli.c), plus
                               -- queue_list (the queues, as given) and effective_backoff
-    config = {},              -- the configuration (runtime/host/lua_host.c, push_config)
+    config = {},              -- the configuration (runtime/loop/vm.c, push_config)
     queues = {},              -- the queue names, in --queue order
     connection_name = "redis",
     cache_prefix = "",        -- the full prefix of the cache store's keys

@@ -1,22 +1,36 @@
-#include "host/host_heartbeat.h"
+#include "worker/heartbeat_binding.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/host_system.h"
-#include "host/lua_host.h"
+#include "loop/system.h"
+#include "loop/vm.h"
+#include "redis/redis_binding.h"
 #include "redis/redis_conn.h"
+
+/* The heartbeat's state (one vm a process); times are system_clock(). */
+static struct {
+    ev_timer timer;
+    char **argv;                    /* the keys, the value, the ttl in ms; owned */
+    int keys;
+    int pending;                    /* replies of the round in flight */
+    int round_ok;
+    double sent;                    /* when the round in flight was sent */
+    double lease;                   /* seconds a confirmed heartbeat holds the lease */
+    double lease_confirmed;         /* when the last confirmed heartbeat was sent */
+    double lease_since;             /* when the first of an unbroken run of them was */
+} hb;
 
 /* A heartbeat sent at `sent` was confirmed now: it extends the current run of
  * confirmations when the last one is less than the lease ago, else starts a new run. */
-static void confirm(struct host *h, double sent)
+static void confirm(double sent)
 {
-    double now = host_system_clock();
-    if (h->lease_confirmed <= 0 || now - h->lease_confirmed >= h->lease)
-        h->lease_since = sent;
-    if (sent > h->lease_confirmed)
-        h->lease_confirmed = sent;
+    double now = system_clock();
+    if (hb.lease_confirmed <= 0 || now - hb.lease_confirmed >= hb.lease)
+        hb.lease_since = sent;
+    if (sent > hb.lease_confirmed)
+        hb.lease_confirmed = sent;
 }
 
 static void on_beat_reply(void *data, const redisReply *reply, const char *lost,
@@ -24,34 +38,34 @@ static void on_beat_reply(void *data, const redisReply *reply, const char *lost,
 {
     (void)lost;
     (void)loss;
-    struct host *h = data;
+    struct vm *h = data;
     if (h->closing)
         return;
     if (!reply || reply->type == REDIS_REPLY_ERROR)
-        h->heartbeat_round_ok = 0;
-    if (--h->heartbeat_pending == 0 && h->heartbeat_round_ok)
-        confirm(h, h->heartbeat_sent);
+        hb.round_ok = 0;
+    if (--hb.pending == 0 && hb.round_ok)
+        confirm(hb.sent);
 }
 
 /* One round: SET of each key, unless the last round is still unanswered. */
-static void beat(struct host *h)
+static void beat(struct vm *h)
 {
-    if (h->heartbeat_pending > 0)
+    if (hb.pending > 0)
         return;
-    h->heartbeat_sent = host_system_clock();
-    h->heartbeat_round_ok = 1;
-    for (int i = 0; i < h->heartbeat_keys; i++) {
-        const char *argv[5] = {"SET", h->heartbeat_argv[i], h->heartbeat_argv[h->heartbeat_keys],
-                               "PX", h->heartbeat_argv[h->heartbeat_keys + 1]};
+    hb.sent = system_clock();
+    hb.round_ok = 1;
+    for (int i = 0; i < hb.keys; i++) {
+        const char *argv[5] = {"SET", hb.argv[i], hb.argv[hb.keys],
+                               "PX", hb.argv[hb.keys + 1]};
         size_t argvlen[5];
         for (int k = 0; k < 5; k++)
             argvlen[k] = strlen(argv[k]);
         char err[256];
-        if (redis_conn_command(h->conns[HOST_QUEUE_CONN], 0, 5, argv, argvlen, on_beat_reply, h,
+        if (redis_conn_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 5, argv, argvlen, on_beat_reply, h,
                                err, sizeof err) == 0)
-            h->heartbeat_pending++;
+            hb.pending++;
         else
-            h->heartbeat_round_ok = 0;
+            hb.round_ok = 0;
     }
 }
 
@@ -62,17 +76,17 @@ static void on_beat_timer(struct ev_loop *loop, ev_timer *w, int revents)
     beat(w->data);
 }
 
-static void clear(struct host *h)
+static void clear(struct vm *h)
 {
-    if (ev_is_active(&h->heartbeat_timer)) {
+    if (ev_is_active(&hb.timer)) {
         ev_ref(h->loop);
-        ev_timer_stop(h->loop, &h->heartbeat_timer);
+        ev_timer_stop(h->loop, &hb.timer);
     }
-    for (int i = 0; h->heartbeat_argv && i < h->heartbeat_keys + 2; i++)
-        free(h->heartbeat_argv[i]);
-    free(h->heartbeat_argv);
-    h->heartbeat_argv = NULL;
-    h->heartbeat_keys = 0;
+    for (int i = 0; hb.argv && i < hb.keys + 2; i++)
+        free(hb.argv[i]);
+    free(hb.argv);
+    hb.argv = NULL;
+    hb.keys = 0;
 }
 
 /* host.heartbeat(interval, ttl_ms, lease, value, key...): from now on, every
@@ -82,7 +96,7 @@ static void clear(struct host *h)
  * keys are copied). */
 static int l_host_heartbeat(lua_State *L)
 {
-    struct host *h = host_of(L);
+    struct vm *h = vm_of(L);
     double interval = luaL_checknumber(L, 1);
     lua_Integer ttl = luaL_checkinteger(L, 2);
     double lease = luaL_checknumber(L, 3);
@@ -95,14 +109,14 @@ static int l_host_heartbeat(lua_State *L)
     for (int i = 0; i < nkeys; i++)
         luaL_checkstring(L, 5 + i);
     lua_remove(L, 3);
-    h->lease = lease;
+    hb.lease = lease;
     clear(h);
     /* keys, then the value, then the ttl */
     char **argv = calloc((size_t)nkeys + 2, sizeof *argv);
     if (!argv)
         return luaL_error(L, "out of memory");
-    h->heartbeat_argv = argv;
-    h->heartbeat_keys = nkeys;
+    hb.argv = argv;
+    hb.keys = nkeys;
     char ms[32];
     snprintf(ms, sizeof ms, "%lld", (long long)ttl);
     for (int i = 0; i < nkeys + 2; i++) {
@@ -112,9 +126,9 @@ static int l_host_heartbeat(lua_State *L)
             return luaL_error(L, "out of memory");
         }
     }
-    ev_timer_init(&h->heartbeat_timer, on_beat_timer, interval, interval);
-    h->heartbeat_timer.data = h;
-    ev_timer_start(h->loop, &h->heartbeat_timer);
+    ev_timer_init(&hb.timer, on_beat_timer, interval, interval);
+    hb.timer.data = h;
+    ev_timer_start(h->loop, &hb.timer);
     ev_unref(h->loop);  /* the heartbeat alone does not keep the loop running */
     return 0;
 }
@@ -122,7 +136,7 @@ static int l_host_heartbeat(lua_State *L)
 /* host.heartbeat_stop(): no more rounds. */
 static int l_host_heartbeat_stop(lua_State *L)
 {
-    clear(host_of(L));
+    clear(vm_of(L));
     return 0;
 }
 
@@ -130,7 +144,7 @@ static int l_host_heartbeat_stop(lua_State *L)
  * heartbeat, was confirmed now. */
 static int l_host_heartbeat_note(lua_State *L)
 {
-    confirm(host_of(L), luaL_checknumber(L, 1));
+    confirm(luaL_checknumber(L, 1));
     return 0;
 }
 
@@ -139,17 +153,35 @@ static int l_host_heartbeat_note(lua_State *L)
  * the lease). What was reserved after that time is still this worker's. */
 static int l_host_lease(lua_State *L)
 {
-    struct host *h = host_of(L);
-    if (h->lease_confirmed <= 0 || host_system_clock() - h->lease_confirmed >= h->lease)
+    if (hb.lease_confirmed <= 0 || system_clock() - hb.lease_confirmed >= hb.lease)
         return 0;
-    lua_pushnumber(L, h->lease_since);
+    lua_pushnumber(L, hb.lease_since);
     return 1;
 }
 
-const luaL_Reg host_heartbeat_functions[] = {
+static const luaL_Reg functions[] = {
     {"heartbeat", l_host_heartbeat},
     {"heartbeat_stop", l_host_heartbeat_stop},
     {"heartbeat_note", l_host_heartbeat_note},
     {"lease", l_host_lease},
     {NULL, NULL},
 };
+
+static void close_binding(void *data)
+{
+    struct vm *h = data;
+    if (h->loop && ev_is_active(&hb.timer)) {
+        ev_ref(h->loop);  /* host.heartbeat unref'd it */
+        ev_timer_stop(h->loop, &hb.timer);
+    }
+    for (int i = 0; hb.argv && i < hb.keys + 2; i++)
+        free(hb.argv[i]);
+    free(hb.argv);
+    hb.argv = NULL;
+}
+
+void heartbeat_binding_register(struct vm *h)
+{
+    vm_add_functions(h, functions);
+    vm_on_close(h, close_binding, h);
+}

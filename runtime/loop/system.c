@@ -1,4 +1,4 @@
-#include "host/host_system.h"
+#include "loop/system.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host/lua_host.h"
+#include "loop/vm.h"
 
-void host_system_random(unsigned char *buf, size_t n)
+void system_random(unsigned char *buf, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -19,20 +19,20 @@ void host_system_random(unsigned char *buf, size_t n)
     }
 }
 
-void host_system_random_id(char *out, size_t n)
+void system_random_id(char *out, size_t n)
 {
     static const char alphabet[] =
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     unsigned char raw[256];
     for (size_t done = 0; done < n; done += sizeof raw) {
         size_t k = n - done < sizeof raw ? n - done : sizeof raw;
-        host_system_random(raw, k);
+        system_random(raw, k);
         for (size_t i = 0; i < k; i++)
             out[done + i] = alphabet[raw[i] % 62];
     }
 }
 
-double host_system_clock(void)
+double system_clock(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -49,7 +49,7 @@ static int l_host_now(lua_State *L)
 /* host.clock() -> monotonic seconds, for durations. */
 static int l_host_clock(lua_State *L)
 {
-    lua_pushnumber(L, host_system_clock());
+    lua_pushnumber(L, system_clock());
     return 1;
 }
 
@@ -68,7 +68,7 @@ static int l_host_random_id(lua_State *L)
     int n = (int)luaL_checkinteger(L, 1);
     luaL_argcheck(L, n > 0 && n <= 256, 1, "expected 1 to 256");
     char out[256];
-    host_system_random_id(out, (size_t)n);
+    system_random_id(out, (size_t)n);
     lua_pushlstring(L, out, (size_t)n);
     return 1;
 }
@@ -78,7 +78,7 @@ static int l_host_uuid(lua_State *L)
 {
     unsigned char b[16];
     char out[37];
-    host_system_random(b, sizeof b);
+    system_random(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     snprintf(out, sizeof out,
@@ -123,7 +123,7 @@ static int l_host_file_kind(lua_State *L)
     return 1;
 }
 
-const luaL_Reg host_system_functions[] = {
+static const luaL_Reg functions[] = {
     {"file_kind", l_host_file_kind},
     {"now", l_host_now},
     {"clock", l_host_clock},
@@ -133,3 +133,8 @@ const luaL_Reg host_system_functions[] = {
     {"rss_mb", l_host_rss_mb},
     {NULL, NULL},
 };
+
+void system_register(struct vm *h)
+{
+    vm_add_functions(h, functions);
+}

@@ -1,4 +1,4 @@
-#include "host/lua_host.h"
+#include "loop/vm.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -8,25 +8,21 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "http/http_client.h"
 #include "php/encrypter.h"
 #include "php/php_value.h"
-#include "redis/redis_conn.h"
-#include "redis/redis_sub.h"
-#include "supervisor/slot.h"
 
 extern int luaopen_cjson(lua_State *L);
 
-char host_wait_marker;
+char vm_wait_marker;
 
-struct host *host_of(lua_State *L)
+struct vm *vm_of(lua_State *L)
 {
     return lua_touserdata(L, lua_upvalueindex(1));
 }
 
-int host_check_wait(lua_State *L)
+int vm_check_wait(lua_State *L)
 {
-    struct host *h = host_of(L);
+    struct vm *h = vm_of(L);
     if (L != h->co && h->waiters_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, h->waiters_ref);
         lua_pushthread(L);
@@ -42,23 +38,23 @@ int host_check_wait(lua_State *L)
     return lua_error(L);
 }
 
-int host_yield(lua_State *L, double ticket)
+int vm_yield(lua_State *L, double ticket)
 {
     lua_settop(L, 0);
-    lua_pushlightuserdata(L, &host_wait_marker);
+    lua_pushlightuserdata(L, &vm_wait_marker);
     lua_pushnumber(L, ticket);
     return lua_yield(L, 2);
 }
 
-struct host_waiter *host_waiter_take(struct host *h)
+struct vm_waiter *vm_waiter_take(struct vm *h)
 {
-    struct host_waiter *w = h->spare;
+    struct vm_waiter *w = h->spare;
     double ticket;
     if (w) {
         h->spare = w->next;
         ticket = w->ticket;
     } else if ((w = malloc(sizeof *w))) {
-        ticket = HOST_FIRST_WAITER_TICKET + h->waiters++;
+        ticket = VM_FIRST_WAITER_TICKET + h->waiters++;
     } else {
         return NULL;
     }
@@ -68,9 +64,9 @@ struct host_waiter *host_waiter_take(struct host *h)
     return w;
 }
 
-void host_waiter_link(struct host_waiter *w)
+void vm_waiter_link(struct vm_waiter *w)
 {
-    struct host *h = w->h;
+    struct vm *h = w->h;
     w->prev = NULL;
     w->next = h->waits;
     if (h->waits)
@@ -78,9 +74,9 @@ void host_waiter_link(struct host_waiter *w)
     h->waits = w;
 }
 
-void host_waiter_unlink(struct host_waiter *w)
+void vm_waiter_unlink(struct vm_waiter *w)
 {
-    struct host *h = w->h;
+    struct vm *h = w->h;
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -90,9 +86,9 @@ void host_waiter_unlink(struct host_waiter *w)
     w->prev = w->next = NULL;
 }
 
-void host_waiter_give(struct host_waiter *w)
+void vm_waiter_give(struct vm_waiter *w)
 {
-    struct host *h = w->h;
+    struct vm *h = w->h;
     w->cancel = NULL;
     w->next = h->spare;
     h->spare = w;
@@ -102,7 +98,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)loop;
     (void)revents;
-    struct host *h = w->data;
+    struct vm *h = w->data;
     switch (w->signum) {
     case SIGUSR2:
         h->paused = 1;
@@ -116,8 +112,8 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     default:
         h->quit = w->signum;
     }
-    if (h->wake)
-        h->wake(h);
+    for (int i = 0; i < h->wakes; i++)
+        h->wake[i](h);
 }
 
 static void preload(lua_State *L, const char *name, lua_CFunction fn)
@@ -130,14 +126,14 @@ static void preload(lua_State *L, const char *name, lua_CFunction fn)
 }
 
 /* lua_Alloc over LuaJIT's own allocator that keeps h->heap_used and refuses to
- * grow the heap past h->heap_limit (see host_set_memory_limit). Freeing and
+ * grow the heap past h->heap_limit (see vm_set_memory_limit). Freeing and
  * shrinking always succeed. */
 static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
-    struct host *h = ud;
+    struct vm *h = ud;
     size_t old = ptr ? osize : 0;
     if (h->heap_limit && nsize > old) {
-        size_t cap = h->heap_over && !h->heap_strict ? h->heap_limit + HOST_HEAP_GRACE
+        size_t cap = h->heap_over && !h->heap_strict ? h->heap_limit + VM_HEAP_GRACE
                                                       : h->heap_limit;
         size_t would = (h->heap_used > old ? h->heap_used - old : 0) + nsize;
         if (would > cap) {
@@ -155,21 +151,17 @@ static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     return p;
 }
 
-void host_set_memory_limit(struct host *h, size_t bytes)
+void vm_set_memory_limit(struct vm *h, size_t bytes)
 {
     h->heap_limit = bytes;
 }
 
-int host_open(struct host *h, const struct config *config, struct scripts *scripts,
-              char *err, size_t errlen)
+int vm_open(struct vm *h, const struct config *config, char *err, size_t errlen)
 {
     memset(h, 0, sizeof *h);
     h->co_ref = LUA_NOREF;
-    h->deferred_ref = LUA_NOREF;
     h->waiters_ref = LUA_NOREF;
     h->config = *config;
-    h->scripts = *scripts;
-    memset(scripts, 0, sizeof *scripts);
 
     h->loop = ev_default_loop(EVFLAG_AUTO);
     h->L = luaL_newstate();
@@ -185,17 +177,6 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     preload(h->L, "luaworker.php", luaopen_luaworker_php);
     preload(h->L, "luaworker.encrypter", luaopen_luaworker_encrypter);
 
-    const struct redis_settings *settings[HOST_CONNS] = {&config->queue, &config->cache,
-                                                         &config->queue};
-    for (int i = 0; i < HOST_CONNS; i++) {
-        const int scripted = i == HOST_QUEUE_CONN || i == HOST_CACHE_CONN;
-        h->conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &h->scripts : NULL);
-        if (!h->conns[i]) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-
     for (int i = 0; i < SIGNALS_COUNT; i++) {
         ev_signal_init(&h->signals[i], on_signal, signals_handled[i]);
         h->signals[i].data = h;
@@ -207,6 +188,50 @@ int host_open(struct host *h, const struct config *config, struct scripts *scrip
     signals_fill(&handled);
     sigprocmask(SIG_UNBLOCK, &handled, NULL);
     return 0;
+}
+
+/* The "luaworker.host" module: the functions of every unit added (vm_add_functions),
+ * each with the vm as upvalue 1, and WAIT, the marker vm_yield yields. */
+static int luaopen_host(lua_State *L)
+{
+    struct vm *h = lua_touserdata(L, lua_upvalueindex(1));
+    lua_newtable(L);
+    for (int i = 0; i < h->nunits; i++) {
+        lua_pushlightuserdata(L, h);
+        luaL_setfuncs(L, h->units[i], 1);
+    }
+    lua_pushlightuserdata(L, &vm_wait_marker);
+    lua_setfield(L, -2, "WAIT");
+    return 1;
+}
+
+void vm_add_functions(struct vm *h, const luaL_Reg *fns)
+{
+    if (h->nunits == 0) {
+        lua_getglobal(h->L, "package");
+        lua_getfield(h->L, -1, "preload");
+        lua_pushlightuserdata(h->L, h);
+        lua_pushcclosure(h->L, luaopen_host, 1);
+        lua_setfield(h->L, -2, "luaworker.host");
+        lua_pop(h->L, 2);
+    }
+    if (h->nunits < VM_UNITS_MAX)
+        h->units[h->nunits++] = fns;
+}
+
+void vm_on_wake(struct vm *h, void (*fn)(struct vm *h))
+{
+    if (h->wakes < VM_HOOKS_MAX)
+        h->wake[h->wakes++] = fn;
+}
+
+void vm_on_close(struct vm *h, void (*fn)(void *data), void *data)
+{
+    if (h->ncloser < VM_HOOKS_MAX) {
+        h->closers[h->ncloser].fn = fn;
+        h->closers[h->ncloser].data = data;
+        h->ncloser++;
+    }
 }
 
 /* Pushes the parsed command line as {command=, args={...}, literal_from=,
@@ -263,7 +288,7 @@ static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 }
 
 /* Pushes the configuration (never the passwords). */
-static void push_config(lua_State *L, const struct host *h)
+static void push_config(lua_State *L, const struct vm *h)
 {
     const struct config *c = &h->config;
     lua_createtable(L, 0, 10);
@@ -283,14 +308,12 @@ static void push_config(lua_State *L, const struct host *h)
     lua_setfield(L, -2, "laravel_version");
     lua_pushinteger(L, c->laravel.minor);
     lua_setfield(L, -2, "laravel_minor");
-    lua_pushstring(L, h->scripts.dir);
-    lua_setfield(L, -2, "scripts_dir");
 }
 
 /* Prints the error the main coroutine ended with, and its traceback. */
 static int report_main_error(lua_State *L, void *data)
 {
-    struct host *h = data;
+    struct vm *h = data;
     /* lua_tostring would convert a number in place, allocating on the coroutine */
     const char *msg = lua_type(h->co, -1) == LUA_TSTRING ? lua_tostring(h->co, -1) : NULL;
     luaL_traceback(L, h->co, msg ? msg : "(error object is not a string)", 0);
@@ -298,9 +321,9 @@ static int report_main_error(lua_State *L, void *data)
     return 0;
 }
 
-static void host_resume_ended(struct host *h, int status);
+static void vm_resume_ended(struct vm *h, int status);
 
-void host_resume(struct host *h, double ticket, int nargs)
+void vm_resume(struct vm *h, double ticket, int nargs)
 {
     /* the coroutine's stack is empty since it yielded: room for LUA_MINSTACK values */
     lua_pushnumber(h->co, ticket);
@@ -310,17 +333,17 @@ void host_resume(struct host *h, double ticket, int nargs)
         lua_settop(h->co, 0);
         return;
     }
-    host_resume_ended(h, status);
+    vm_resume_ended(h, status);
 }
 
 /* The main coroutine returned (status 0) or raised: the process's run ends. */
-static void host_resume_ended(struct host *h, int status)
+static void vm_resume_ended(struct vm *h, int status)
 {
     h->finished = 1;
     if (status == 0) {
         h->exit_code = lua_isnumber(h->co, -1) ? (int)lua_tointeger(h->co, -1) : 0;
     } else {
-        if (host_protected(h, report_main_error, h) != 0)
+        if (vm_protected(h, report_main_error, h) != 0)
             fprintf(stderr, "luaworker: internal error (its traceback could not be made)\n");
         h->exit_code = 70;
     }
@@ -328,10 +351,10 @@ static void host_resume_ended(struct host *h, int status)
 }
 
 struct protected_call {
-    struct host *h;
+    struct vm *h;
     int (*fn)(lua_State *L, void *data);
     void *data;
-    int moved;   /* values moved to the main coroutine (host_resume_with) */
+    int moved;   /* values moved to the main coroutine (vm_resume_with) */
     int resume;
     int (*store)(lua_State *L, int count, void *data);  /* keeps them instead */
     void *store_data;
@@ -371,7 +394,7 @@ static int run_protected(struct protected_call *c)
     }
 }
 
-void host_fail(struct host *h, const char *what)
+void vm_fail(struct vm *h, const char *what)
 {
     fprintf(stderr, "luaworker: internal error: %s\n", what);
     h->finished = 1;
@@ -379,7 +402,7 @@ void host_fail(struct host *h, const char *what)
     ev_break(h->loop, EVBREAK_ALL);
 }
 
-int host_protected(struct host *h, int (*fn)(lua_State *L, void *data), void *data)
+int vm_protected(struct vm *h, int (*fn)(lua_State *L, void *data), void *data)
 {
     struct protected_call c = { h, fn, data, 0, 0, NULL, NULL };
     return run_protected(&c);
@@ -407,7 +430,7 @@ static int push_too_big(lua_State *L, void *data)
  * time after a full collection when it did not fit, and as p->too_big's failure
  * when it does not fit then either (or bytes alone are over the limit). Returns
  * 0, or -1 when not even that could be handed over (reported). */
-static int hand_over(struct host *h, struct protected_call *c, const struct host_pusher *p,
+static int hand_over(struct vm *h, struct protected_call *c, const struct vm_pusher *p,
                      size_t bytes)
 {
     size_t before = h->heap_used, needed = bytes;
@@ -454,25 +477,25 @@ static int hand_over(struct host *h, struct protected_call *c, const struct host
     return run_protected(c);
 }
 
-void host_resume_with(struct host *h, double ticket, const struct host_pusher *p, void *data,
+void vm_resume_with(struct vm *h, double ticket, const struct vm_pusher *p, void *data,
                       size_t bytes)
 {
     struct protected_call c = { h, p->push, data, 0, 1, NULL, NULL };
     if (hand_over(h, &c, p, bytes) != 0) {
-        host_fail(h, "cannot hand a result to Lua");
+        vm_fail(h, "cannot hand a result to Lua");
         return;
     }
-    host_resume(h, ticket, c.moved);
+    vm_resume(h, ticket, c.moved);
 }
 
-int host_keep_result(struct host *h, const struct host_pusher *p, void *data, size_t bytes,
+int vm_keep_result(struct vm *h, const struct vm_pusher *p, void *data, size_t bytes,
                      int (*store)(lua_State *L, int count, void *data))
 {
     struct protected_call c = { h, p->push, data, 0, 0, store, data };
     return hand_over(h, &c, p, bytes);
 }
 
-int host_run(struct host *h, const struct cli *cli)
+int vm_run(struct vm *h, const struct cli *cli)
 {
     lua_State *L = h->L;
     h->co = lua_newthread(L);
@@ -492,7 +515,7 @@ int host_run(struct host *h, const struct cli *cli)
     if (status == LUA_YIELD)
         lua_settop(h->co, 0);
     else
-        host_resume_ended(h, status);
+        vm_resume_ended(h, status);
     if (!h->finished)
         ev_run(h->loop, 0);
     if (!h->finished) {
@@ -502,7 +525,7 @@ int host_run(struct host *h, const struct cli *cli)
     return h->exit_code;
 }
 
-void host_close(struct host *h)
+void vm_close(struct vm *h)
 {
     /* blocked again before their watchers go (which restores the default actions):
      * a signal that comes now, such as the supervisor's HUP to every worker, finds a
@@ -511,23 +534,14 @@ void host_close(struct host *h)
     signals_fill(&handled);
     sigprocmask(SIG_BLOCK, &handled, NULL);
     h->closing = 1;
-    if (h->loop) {
-        ev_timer_stop(h->loop, &h->wait_timer);
-        for (struct host_waiter *w = h->waits; w; w = w->next)
+    if (h->loop)
+        for (struct vm_waiter *w = h->waits; w; w = w->next)
             ev_timer_stop(h->loop, &w->timer);
-        /* its requests end without a word: their waiters are freed below */
-        http_client_free(h->http);
-        h->http = NULL;
-        if (ev_is_active(&h->heartbeat_timer)) {
-            ev_ref(h->loop);  /* host.heartbeat unref'd it */
-            ev_timer_stop(h->loop, &h->heartbeat_timer);
-        }
-    }
-    redis_sub_close(h->sub);
-    h->sub = NULL;
-    for (int i = 0; i < HOST_CONNS; i++) {
-        redis_conn_free(h->conns[i]);
-        h->conns[i] = NULL;
+    /* the bindings: their connections and requests end without a word (no reply
+     * resumes Lua now), their waiters are freed below */
+    while (h->ncloser > 0) {
+        h->ncloser--;
+        h->closers[h->ncloser].fn(h->closers[h->ncloser].data);
     }
     if (h->loop)
         for (int i = 0; i < SIGNALS_COUNT; i++) {
@@ -537,22 +551,14 @@ void host_close(struct host *h)
     if (h->L)
         lua_close(h->L);
     h->L = NULL;
-    for (int i = 0; h->heartbeat_argv && i < h->heartbeat_keys + 2; i++)
-        free(h->heartbeat_argv[i]);
-    free(h->heartbeat_argv);
-    h->heartbeat_argv = NULL;
-    /* the connections are freed: no reply will come for a waiter now */
     while (h->waits) {
-        struct host_waiter *w = h->waits;
+        struct vm_waiter *w = h->waits;
         h->waits = w->next;
         free(w);
     }
     while (h->spare) {
-        struct host_waiter *w = h->spare;
+        struct vm_waiter *w = h->spare;
         h->spare = w->next;
         free(w);
     }
-    slot_unmap(h->slot);
-    h->slot = NULL;
-    scripts_free(&h->scripts);
 }

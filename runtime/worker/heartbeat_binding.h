@@ -1,4 +1,4 @@
-/* host_heartbeat: the worker's heartbeat and the lease it gives, kept by the host's
+/* heartbeat_binding: the worker's heartbeat and the lease it gives, kept by the vm's
  * loop rather than by Lua. Every so often a SET with a time to live of each
  * heartbeat key, so that whoever finds them gone may take the worker for dead and
  * give back the jobs it reserved ahead (scripts/give_back.lua). It beats while the
@@ -11,12 +11,13 @@
  * the lease make an unbroken run; a gap (an outage, a long computation) starts a new
  * one, and whatever was reserved before it may have been given back meanwhile. Pops
  * set the heartbeat too and are confirmed the same way (host.heartbeat_note). Uses
- * lua_host, host_system and redis_conn. */
-#ifndef LUAWORKER_HOST_HEARTBEAT_H
-#define LUAWORKER_HOST_HEARTBEAT_H
+ * vm, system and redis_binding's queue connection. */
+#ifndef LUAWORKER_WORKER_HEARTBEAT_BINDING_H
+#define LUAWORKER_WORKER_HEARTBEAT_BINDING_H
 
-#include <lauxlib.h>
+struct vm;
 
-extern const luaL_Reg host_heartbeat_functions[];
+/* Adds the functions to h's "luaworker.host"; the heartbeat stops with h. */
+void heartbeat_binding_register(struct vm *h);
 
 #endif

@@ -5,8 +5,8 @@
  * unblocks them once its handlers are in place, so that one sent meanwhile waits
  * for them instead of being lost or killing it, and blocks them again when it
  * removes its handlers on the way out. Uses nothing else. */
-#ifndef LUAWORKER_SIGNALS_H
-#define LUAWORKER_SIGNALS_H
+#ifndef LUAWORKER_LOOP_SIGNALS_H
+#define LUAWORKER_LOOP_SIGNALS_H
 
 #include <signal.h>
 

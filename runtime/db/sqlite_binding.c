@@ -1,4 +1,4 @@
-#include "host/host_sqlite.h"
+#include "db/sqlite_binding.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include <sqlite3.h>
 
-#include "host/lua_host.h"
+#include "loop/vm.h"
 #include "loader/lazy_lib.h"
 #include "php/php_meta.h"
 
@@ -181,7 +181,7 @@ static int step_rows(lua_State *L)
  * statement's count of placeholders (luaworker.db checks). */
 static int l_host_sqlite_query(lua_State *L)
 {
-    struct host *h = host_of(L);
+    struct vm *h = vm_of(L);
     sqlite3 *db = *check_db(L);
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
@@ -251,7 +251,7 @@ static int l_host_sqlite_close(lua_State *L)
     return 0;
 }
 
-void host_sqlite_register(lua_State *L)
+static void register_metatable(lua_State *L)
 {
     luaL_newmetatable(L, SQLITE_META);
     lua_pushcfunction(L, l_host_sqlite_close);
@@ -259,10 +259,16 @@ void host_sqlite_register(lua_State *L)
     lua_pop(L, 1);
 }
 
-const luaL_Reg host_sqlite_functions[] = {
+static const luaL_Reg functions[] = {
     {"sqlite_open", l_host_sqlite_open},
     {"sqlite_query", l_host_sqlite_query},
     {"sqlite_close", l_host_sqlite_close},
     {"sqlite_in_transaction", l_host_sqlite_in_transaction},
     {NULL, NULL},
 };
+
+void sqlite_binding_register(struct vm *h)
+{
+    register_metatable(h->L);
+    vm_add_functions(h, functions);
+}

@@ -1,4 +1,4 @@
-#include "host/host_pg.h"
+#include "db/pg_binding.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "db/pg_api.h"
-#include "host/lua_host.h"
+#include "loop/vm.h"
 #include "php/php_meta.h"
 
 #define PG_META "luaworker.pg"
@@ -15,11 +15,11 @@
 /* A connection: libpq's, watched by the loop while a task waits on it. Owned by
  * its userdata; pg_close (or its collection) ends it. */
 struct pg_conn {
-    struct host *h;
+    struct vm *h;
     const struct pg_api *pq;
     PGconn *conn;
     ev_io io;
-    struct host_waiter *w;          /* the task's wait under way, or NULL */
+    struct vm_waiter *w;          /* the task's wait under way, or NULL */
     int connecting;                 /* PQconnectPoll still drives it */
     PGresult *result;               /* the query's: its first error, else its last */
 };
@@ -145,7 +145,7 @@ static int push_too_big(lua_State *L, const char *message)
     return 4;
 }
 
-static const struct host_pusher outcome_pusher = { push_outcome, push_too_big };
+static const struct vm_pusher outcome_pusher = { push_outcome, push_too_big };
 
 /* The bytes of a result's values. */
 static size_t result_bytes(const struct pg_api *pq, const PGresult *r)
@@ -164,8 +164,8 @@ static size_t result_bytes(const struct pg_api *pq, const PGresult *r)
  * end of the connection's set-up, or a connection's failure (error). */
 static void finish_wait(struct pg_conn *c, const char *error)
 {
-    struct host_waiter *w = c->w;
-    struct host *h = c->h;
+    struct vm_waiter *w = c->w;
+    struct vm *h = c->h;
     struct outcome o = { c->connecting, c->pq, c->result, error };
     c->connecting = 0;
     c->w = NULL;
@@ -173,10 +173,10 @@ static void finish_wait(struct pg_conn *c, const char *error)
     stop_io(c);
     if (w) {
         double ticket = w->ticket;
-        host_waiter_unlink(w);
-        host_waiter_give(w);
+        vm_waiter_unlink(w);
+        vm_waiter_give(w);
         if (!h->closing && !h->finished)
-            host_resume_with(h, ticket, &outcome_pusher, &o, result_bytes(o.pq, o.result));
+            vm_resume_with(h, ticket, &outcome_pusher, &o, result_bytes(o.pq, o.result));
     }
     if (o.result)
         o.pq->clear(o.result);
@@ -253,27 +253,27 @@ static struct pg_conn *check_conn(lua_State *L, int idx)
 
 /* A task waiting on c was abandoned: the connection ends with it (the server ends
  * its statement when it sees the connection go). */
-static void cancel_wait(struct host_waiter *w)
+static void cancel_wait(struct vm_waiter *w)
 {
     struct pg_conn *c = w->data;
     c->w = NULL;
-    host_waiter_unlink(w);
-    host_waiter_give(w);
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
     close_conn(c);
 }
 
 /* Starts a wait of the calling task on c; yields. */
 static int wait_on(lua_State *L, struct pg_conn *c, int events)
 {
-    struct host_waiter *w = host_waiter_take(c->h);
+    struct vm_waiter *w = vm_waiter_take(c->h);
     if (!w)
         return luaL_error(L, "out of memory");
     w->data = c;
     w->cancel = cancel_wait;
-    host_waiter_link(w);
+    vm_waiter_link(w);
     c->w = w;
     watch(c, events);
-    return host_yield(L, w->ticket);
+    return vm_yield(L, w->ticket);
 }
 
 /* host.pg_open{keyword = value, ...} -> connection | (false, message): starts a
@@ -281,7 +281,7 @@ static int wait_on(lua_State *L, struct pg_conn *c, int events)
  * ...); host.pg_connected waits for it. */
 static int l_host_pg_open(lua_State *L)
 {
-    struct host *h = host_of(L);
+    struct vm *h = vm_of(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     char err[300];
     const struct pg_api *pq = pg_api_get(err, sizeof err);
@@ -328,7 +328,7 @@ static int l_host_pg_open(lua_State *L)
  * until the connection host.pg_open started is set up. Yields. */
 static int l_host_pg_connected(lua_State *L)
 {
-    host_check_wait(L);
+    vm_check_wait(L);
     struct pg_conn *c = check_conn(L, 1);
     if (!c->conn || !c->connecting)
         return luaL_error(L, "the connection is not being set up");
@@ -340,7 +340,7 @@ static int l_host_pg_connected(lua_State *L)
  * a string, or false for NULL. Yields until the statement's end. */
 static int l_host_pg_query(lua_State *L)
 {
-    host_check_wait(L);
+    vm_check_wait(L);
     struct pg_conn *c = check_conn(L, 1);
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
@@ -408,8 +408,8 @@ static int pg_gc(lua_State *L)
     if (*p) {
         if ((*p)->w) {
             /* collected while waited on: only at the state's close */
-            host_waiter_unlink((*p)->w);
-            host_waiter_give((*p)->w);
+            vm_waiter_unlink((*p)->w);
+            vm_waiter_give((*p)->w);
         }
         close_conn(*p);
         free(*p);
@@ -418,7 +418,7 @@ static int pg_gc(lua_State *L)
     return 0;
 }
 
-void host_pg_register(lua_State *L)
+static void register_metatable(lua_State *L)
 {
     luaL_newmetatable(L, PG_META);
     lua_pushcfunction(L, pg_gc);
@@ -426,7 +426,7 @@ void host_pg_register(lua_State *L)
     lua_pop(L, 1);
 }
 
-const luaL_Reg host_pg_functions[] = {
+static const luaL_Reg functions[] = {
     {"pg_open", l_host_pg_open},
     {"pg_connected", l_host_pg_connected},
     {"pg_query", l_host_pg_query},
@@ -436,3 +436,9 @@ const luaL_Reg host_pg_functions[] = {
     {"pg_in_transaction", l_host_pg_in_transaction},
     {NULL, NULL},
 };
+
+void pg_binding_register(struct vm *h)
+{
+    register_metatable(h->L);
+    vm_add_functions(h, functions);
+}

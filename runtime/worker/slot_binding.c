@@ -1,40 +1,24 @@
-#include "host/host_slot.h"
+#include "worker/slot_binding.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "host/host_system.h"
-#include "host/lua_host.h"
+#include "loop/system.h"
+#include "loop/vm.h"
 #include "supervisor/slot.h"
 
-_Static_assert(HOST_ID_MAX == SLOT_ID_MAX, "a worker's id fits its slot");
-
-int host_slot_attach(struct host *h, int fd)
-{
-    char name[64] = "localhost", suffix[7];
-    gethostname(name, sizeof name - 1);
-    name[sizeof name - 1] = '\0';
-    for (char *p = name; *p; p++)
-        if (*p == ':' || *p == ' ')
-            *p = '-';
-    host_system_random_id(suffix, 6);
-    suffix[6] = '\0';
-    snprintf(h->id, sizeof h->id, "%s:%d:%s", name, (int)getpid(), suffix);
-    if (fd < 0)
-        return 0;
-    h->slot = slot_map(fd);
-    if (!h->slot)
-        return -1;
-    memcpy(h->slot->id, h->id, sizeof h->slot->id);
-    return 0;
-}
+/* The worker's side of its slot (one vm a process). */
+static struct {
+    struct slot *slot;              /* shared with the supervisor, NULL when none */
+    char id[SLOT_ID_MAX];           /* this process's id, as its jobs are recorded */
+} sl;
 
 /* host.identity() -> this process's id, under which its jobs are recorded. */
 static int l_host_identity(lua_State *L)
 {
-    lua_pushstring(L, host_of(L)->id);
+    lua_pushstring(L, sl.id);
     return 1;
 }
 
@@ -44,7 +28,7 @@ static int l_host_identity(lua_State *L)
  * (timeout: that timeout) or crashed (death: how it ended), 0 when none. */
 static int l_host_predecessor(lua_State *L)
 {
-    struct slot *s = host_of(L)->slot;
+    struct slot *s = sl.slot;
     if (!s || !s->predecessor[0])
         return 0;
     char id[SLOT_ID_MAX];
@@ -64,7 +48,8 @@ static int l_host_predecessor(lua_State *L)
  * failed to start, and is started again after a delay). */
 static int l_host_report_ready(lua_State *L)
 {
-    struct slot *s = host_of(L)->slot;
+    (void)L;
+    struct slot *s = sl.slot;
     if (s)
         atomic_store(&s->ready, 1);
     return 0;
@@ -76,7 +61,7 @@ static int l_host_report_ready(lua_State *L)
  * then (cut to 0..UINT32_MAX: it comes from the payload; 0 = none). No system call. */
 static int l_host_report_running(lua_State *L)
 {
-    struct slot *s = host_of(L)->slot;
+    struct slot *s = sl.slot;
     lua_Number job = luaL_checknumber(L, 1);
     lua_Number seconds = luaL_checknumber(L, 2);
     lua_Number started = luaL_checknumber(L, 3);
@@ -91,7 +76,8 @@ static int l_host_report_running(lua_State *L)
 /* host.report_end(): no job has the CPU. No system call. */
 static int l_host_report_end(lua_State *L)
 {
-    struct slot *s = host_of(L)->slot;
+    (void)L;
+    struct slot *s = sl.slot;
     if (s)
         slot_job_end(s);
     return 0;
@@ -101,14 +87,14 @@ static int l_host_report_end(lua_State *L)
  * for the supervisor (at most 31 bytes are kept). */
 static int l_host_report_exit(lua_State *L)
 {
-    struct slot *s = host_of(L)->slot;
+    struct slot *s = sl.slot;
     const char *reason = luaL_checkstring(L, 1);
     if (s)
         snprintf(s->reason, sizeof s->reason, "%s", reason);
     return 0;
 }
 
-const luaL_Reg host_slot_functions[] = {
+static const luaL_Reg functions[] = {
     {"identity", l_host_identity},
     {"predecessor", l_host_predecessor},
     {"report_ready", l_host_report_ready},
@@ -117,3 +103,32 @@ const luaL_Reg host_slot_functions[] = {
     {"report_exit", l_host_report_exit},
     {NULL, NULL},
 };
+
+static void close_binding(void *data)
+{
+    (void)data;
+    slot_unmap(sl.slot);
+    sl.slot = NULL;
+}
+
+int slot_binding_attach(struct vm *h, int fd)
+{
+    vm_add_functions(h, functions);
+    vm_on_close(h, close_binding, NULL);
+    char name[64] = "localhost", suffix[7];
+    gethostname(name, sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    for (char *p = name; *p; p++)
+        if (*p == ':' || *p == ' ')
+            *p = '-';
+    system_random_id(suffix, 6);
+    suffix[6] = '\0';
+    snprintf(sl.id, sizeof sl.id, "%s:%d:%s", name, (int)getpid(), suffix);
+    if (fd < 0)
+        return 0;
+    sl.slot = slot_map(fd);
+    if (!sl.slot)
+        return -1;
+    memcpy(sl.slot->id, sl.id, sizeof sl.slot->id);
+    return 0;
+}

@@ -1,11 +1,14 @@
-#include "host/host_http.h"
+#include "http/http_binding.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/lua_host.h"
+#include "loop/vm.h"
 #include "http/http_client.h"
+
+/* The client, made by the first request (one vm a process). */
+static struct http_client *client;
 
 /* The most header lines a request may send. */
 #define MAX_HEADERS 256
@@ -37,26 +40,26 @@ static int push_too_big(lua_State *L, const char *message)
     return 2;
 }
 
-static const struct host_pusher response_pusher = { push_response, push_too_big };
+static const struct vm_pusher response_pusher = { push_response, push_too_big };
 
 static void on_done(void *data, const struct http_response *r)
 {
-    struct host_waiter *w = data;
-    struct host *h = w->h;
+    struct vm_waiter *w = data;
+    struct vm *h = w->h;
     double ticket = w->ticket;
-    host_waiter_unlink(w);
-    host_waiter_give(w);
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
     if (h->closing || h->finished)
         return;
     struct done_result d = { r };
-    host_resume_with(h, ticket, &response_pusher, &d, r->error ? 0 : r->headers_len + r->body_len);
+    vm_resume_with(h, ticket, &response_pusher, &d, r->error ? 0 : r->headers_len + r->body_len);
 }
 
-static void cancel_request(struct host_waiter *w)
+static void cancel_request(struct vm_waiter *w)
 {
     http_request_cancel(w->data);
-    host_waiter_unlink(w);
-    host_waiter_give(w);
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
 }
 
 /* A string field of the options table at index 1, or def. */
@@ -82,8 +85,8 @@ static double opt_number(lua_State *L, const char *name, double def)
  * response. The strings are copied before this returns. */
 static int l_host_http_request(lua_State *L)
 {
-    struct host *h = host_of(L);
-    host_check_wait(L);
+    struct vm *h = vm_of(L);
+    vm_check_wait(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     struct http_options o = {0};
     o.method = opt_string(L, "method", "GET", NULL);
@@ -112,30 +115,44 @@ static int l_host_http_request(lua_State *L)
         o.headers = headers;
         o.nheaders = n;
     }
-    if (!h->http) {
+    if (!client) {
         char err[256];
-        if (!(h->http = http_client_new(h->loop, err, sizeof err))) {
+        if (!(client = http_client_new(h->loop, err, sizeof err))) {
             lua_pushboolean(L, 0);
             lua_pushstring(L, err);
             return 2;
         }
     }
-    struct host_waiter *w = host_waiter_take(h);
+    struct vm_waiter *w = vm_waiter_take(h);
     if (!w)
         return luaL_error(L, "out of memory");
     char err[256];
-    if (!(w->data = http_request_start(h->http, &o, on_done, w, err, sizeof err))) {
-        host_waiter_give(w);
+    if (!(w->data = http_request_start(client, &o, on_done, w, err, sizeof err))) {
+        vm_waiter_give(w);
         lua_pushboolean(L, 0);
         lua_pushstring(L, err);
         return 2;
     }
     w->cancel = cancel_request;
-    host_waiter_link(w);
-    return host_yield(L, w->ticket);
+    vm_waiter_link(w);
+    return vm_yield(L, w->ticket);
 }
 
-const luaL_Reg host_http_functions[] = {
+static const luaL_Reg functions[] = {
     {"http_request", l_host_http_request},
     {NULL, NULL},
 };
+
+/* Its requests end without a word: their waiters are freed by the vm. */
+static void close_binding(void *data)
+{
+    (void)data;
+    http_client_free(client);
+    client = NULL;
+}
+
+void http_binding_register(struct vm *h)
+{
+    vm_add_functions(h, functions);
+    vm_on_close(h, close_binding, NULL);
+}

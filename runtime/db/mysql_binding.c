@@ -1,4 +1,4 @@
-#include "host/host_mysql.h"
+#include "db/mysql_binding.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "db/mysql_api.h"
 #include "db/mysql_values.h"
-#include "host/lua_host.h"
+#include "loop/vm.h"
 
 #define MYSQL_META "luaworker.mysql"
 #define MAX_PARAMS 65535            /* the protocol's own limit on placeholders */
@@ -24,11 +24,11 @@ enum step { STEP_NONE, STEP_CONNECT, STEP_QUERY, STEP_STORE, STEP_NEXT, STEP_NEX
  * while a task waits on it. Owned by its userdata; mysql_close (or its collection)
  * ends it. */
 struct my_conn {
-    struct host *h;
+    struct vm *h;
     const struct mysql_api *my;
     MYSQL *mysql;                   /* NULL once closed */
     ev_io io;
-    struct host_waiter *w;          /* the task's wait under way, or NULL */
+    struct vm_waiter *w;          /* the task's wait under way, or NULL */
     enum step step;
     int ready;                      /* the step ended at its _start: advance at the next turn */
     int broken;                     /* a connection failure was seen: not to be used again */
@@ -80,7 +80,7 @@ static void end_statement(struct my_conn *c)
 
 /* Lets go of values kept at *ref (none is left at a state's close: its registry
  * goes with it). */
-static void release_kept(struct host *h, int *ref)
+static void release_kept(struct vm *h, int *ref)
 {
     if (*ref && !h->closing)
         luaL_unref(h->L, LUA_REGISTRYINDEX, *ref);
@@ -117,7 +117,7 @@ static int push_outcome(lua_State *L, void *data)
     return mysql_values_push_outcome(L, data);
 }
 
-static const struct host_pusher outcome_pusher = { push_outcome, mysql_values_push_too_big };
+static const struct vm_pusher outcome_pusher = { push_outcome, mysql_values_push_too_big };
 
 /* Client errors (CR_*, 2000-2999) and the server's "connection killed / shutting
  * down" mean the connection cannot go on. */
@@ -144,8 +144,8 @@ static void note_error(struct my_conn *c, struct mysql_outcome *o, unsigned int 
  * next. */
 static void finish(struct my_conn *c, struct mysql_outcome *o)
 {
-    struct host_waiter *w = c->w;
-    struct host *h = c->h;
+    struct vm_waiter *w = c->w;
+    struct vm *h = c->h;
     c->w = NULL;
     c->step = STEP_NONE;
     stop_io(c);
@@ -163,10 +163,10 @@ static void finish(struct my_conn *c, struct mysql_outcome *o)
         forget_settings(c);
     if (w) {
         double ticket = w->ticket;
-        host_waiter_unlink(w);
-        host_waiter_give(w);
+        vm_waiter_unlink(w);
+        vm_waiter_give(w);
         if (!h->closing && !h->finished)
-            host_resume_with(h, ticket, &outcome_pusher, o, 0);  /* c may be gone after it */
+            vm_resume_with(h, ticket, &outcome_pusher, o, 0);  /* c may be gone after it */
     }
     if (o->res)
         o->my->free_result(o->res);
@@ -242,7 +242,7 @@ static int keep_values(lua_State *L, int count, void *data)
     return 0;
 }
 
-static const struct host_pusher statement_rows_pusher = { push_statement_rows,
+static const struct vm_pusher statement_rows_pusher = { push_statement_rows,
                                                           mysql_values_push_too_big };
 
 /* The prepared statement's first result is stored: its values are made now and
@@ -258,13 +258,13 @@ static int keep_rows(struct my_conn *c)
         finish(c, &o);
         return -1;
     }
-    struct host *h = c->h;
+    struct vm *h = c->h;
     int failed = !h->closing && !h->finished &&
-                 host_keep_result(h, &statement_rows_pusher, &r, 0, keep_values) != 0;
+                 vm_keep_result(h, &statement_rows_pusher, &r, 0, keep_values) != 0;
     c->my->free_result(r.meta);
     if (failed) {
         snprintf(o.message, sizeof o.message, "the result could not be handed to Lua");
-        host_fail(h, "cannot keep a result for Lua");
+        vm_fail(h, "cannot keep a result for Lua");
         finish(c, &o);
         return -1;
     }
@@ -421,12 +421,12 @@ static struct my_conn *check_conn(lua_State *L, int idx)
 
 /* A task waiting on c was abandoned: the connection ends with it (the caller asks
  * the server to end the statement: it does not notice a client gone). */
-static void cancel_wait(struct host_waiter *w)
+static void cancel_wait(struct vm_waiter *w)
 {
     struct my_conn *c = w->data;
     c->w = NULL;
-    host_waiter_unlink(w);
-    host_waiter_give(w);
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
     close_conn(c);
 }
 
@@ -434,14 +434,14 @@ static void cancel_wait(struct host_waiter *w)
  * yields. A step that already ended is advanced at the loop's next turn. */
 static int wait_for(lua_State *L, struct my_conn *c, int st)
 {
-    struct host_waiter *w = host_waiter_take(c->h);
+    struct vm_waiter *w = vm_waiter_take(c->h);
     if (!w) {
         close_conn(c);
         return luaL_error(L, "out of memory");
     }
     w->data = c;
     w->cancel = cancel_wait;
-    host_waiter_link(w);
+    vm_waiter_link(w);
     c->w = w;
     if (st) {
         proceed(c, st);
@@ -449,7 +449,7 @@ static int wait_for(lua_State *L, struct my_conn *c, int st)
         c->ready = 1;
         ev_feed_event(c->h->loop, &c->io, EV_CUSTOM);
     }
-    return host_yield(L, w->ticket);
+    return vm_yield(L, w->ticket);
 }
 
 /* host.mysql_open{host=, port=, user=, password=, database=, socket=, charset=,
@@ -457,7 +457,7 @@ static int wait_for(lua_State *L, struct my_conn *c, int st)
  * prepares a connection; host.mysql_connected sets it up. */
 static int l_host_mysql_open(lua_State *L)
 {
-    struct host *h = host_of(L);
+    struct vm *h = vm_of(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     char err[300];
     const struct mysql_api *my = mysql_api_get(err, sizeof err);
@@ -501,7 +501,7 @@ static int l_host_mysql_open(lua_State *L)
  * errno): sets up the connection host.mysql_open prepared. Yields. */
 static int l_host_mysql_connected(lua_State *L)
 {
-    host_check_wait(L);
+    vm_check_wait(L);
     struct my_conn *c = check_conn(L, 1);
     if (!c->mysql || c->step != STEP_NONE || c->broken)
         return luaL_error(L, "the connection is not to be set up");
@@ -522,7 +522,7 @@ static int l_host_mysql_connected(lua_State *L)
  * closed. Yields until the statement's end. */
 static int l_host_mysql_query(lua_State *L)
 {
-    host_check_wait(L);
+    vm_check_wait(L);
     struct my_conn *c = check_conn(L, 1);
     size_t len;
     const char *sql = luaL_checklstring(L, 2, &len);
@@ -580,8 +580,8 @@ static int mysql_gc(lua_State *L)
     if (*p) {
         if ((*p)->w) {
             /* collected while waited on: only at the state's close */
-            host_waiter_unlink((*p)->w);
-            host_waiter_give((*p)->w);
+            vm_waiter_unlink((*p)->w);
+            vm_waiter_give((*p)->w);
         }
         close_conn(*p);
         forget_settings(*p);
@@ -591,7 +591,7 @@ static int mysql_gc(lua_State *L)
     return 0;
 }
 
-void host_mysql_register(lua_State *L)
+static void register_metatable(lua_State *L)
 {
     luaL_newmetatable(L, MYSQL_META);
     lua_pushcfunction(L, mysql_gc);
@@ -599,7 +599,7 @@ void host_mysql_register(lua_State *L)
     lua_pop(L, 1);
 }
 
-const luaL_Reg host_mysql_functions[] = {
+static const luaL_Reg functions[] = {
     {"mysql_open", l_host_mysql_open},
     {"mysql_connected", l_host_mysql_connected},
     {"mysql_query", l_host_mysql_query},
@@ -608,3 +608,9 @@ const luaL_Reg host_mysql_functions[] = {
     {"mysql_thread_id", l_host_mysql_thread_id},
     {NULL, NULL},
 };
+
+void mysql_binding_register(struct vm *h)
+{
+    register_metatable(h->L);
+    vm_add_functions(h, functions);
+}

@@ -1,4 +1,4 @@
-#include "host/host_file.h"
+#include "queue/file_store_binding.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+
+#include "loop/vm.h"
 
 /* Makes the directories of path's parent, as PHP's mkdir(dir, 0777, true). Returns
  * 0, or -1 with errno. */
@@ -297,7 +299,7 @@ static int l_host_mb_scrub(lua_State *L)
     return 2;
 }
 
-const luaL_Reg host_file_functions[] = {
+static const luaL_Reg functions[] = {
     {"cache_add", l_host_cache_add},
     {"mb_scrub", l_host_mb_scrub},
     {"prepare_file", l_host_prepare_file},
@@ -305,3 +307,8 @@ const luaL_Reg host_file_functions[] = {
     {"write_file", l_host_write_file},
     {NULL, NULL},
 };
+
+void file_store_binding_register(struct vm *h)
+{
+    vm_add_functions(h, functions);
+}

@@ -1,0 +1,23 @@
+/* system: the functions of "luaworker.host" for what the process asks of the
+ * system: clocks, random ids (Laravel's Str::random and Str::uuid), the process's
+ * resident memory, file kinds. Uses vm. */
+#ifndef LUAWORKER_LOOP_SYSTEM_H
+#define LUAWORKER_LOOP_SYSTEM_H
+
+#include <stddef.h>
+
+struct vm;
+
+/* Adds the functions to h's "luaworker.host". */
+void system_register(struct vm *h);
+
+/* Fills buf with n bytes from the kernel's random source. */
+void system_random(unsigned char *buf, size_t n);
+
+/* Writes n random characters from [A-Za-z0-9] to out (no terminator). */
+void system_random_id(char *out, size_t n);
+
+/* CLOCK_MONOTONIC in seconds, the clock of host.clock. */
+double system_clock(void);
+
+#endif

@@ -1,0 +1,186 @@
+/* vm: the LuaJIT state and the libev loop that drives it. The loop resumes one
+ * main coroutine, the scheduler of runtime/loop/task.lua, which runs luaworker's
+ * tasks (the program, each job in flight). A function of a binding that waits (a
+ * Redis command, a sleep, a statement) takes a ticket, a number no other wait
+ * under way has (a small one: the scheduler's tables keyed by tickets stay
+ * arrays), and yields WAIT and the ticket up to the scheduler; when the reply or
+ * timer arrives, the loop resumes the scheduler with the ticket and the results,
+ * and the scheduler resumes the task that waits for that ticket.
+ *
+ * The vm knows no client: each binding (loop/waits, loop/system, redis/, db/,
+ * http/, queue/, worker/) keeps its own state, adds its functions to the
+ * "luaworker.host" module (vm_add_functions), is told of signals (vm_on_wake) and
+ * is closed with the vm (vm_on_close). Uses config, php_value, encrypter, cli and
+ * lua-cjson. */
+#ifndef LUAWORKER_LOOP_VM_H
+#define LUAWORKER_LOOP_VM_H
+
+#include <stdint.h>
+
+#include <ev.h>
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "config/cli.h"
+#include "config/config.h"
+#include "loop/signals.h"
+
+/* A wait in progress: its ticket and, for one that can be cancelled (a timer of
+ * loop/waits, a request of http_binding), how, and its place in the vm's list of
+ * those. Taken with vm_waiter_take, given back with vm_waiter_give (kept for
+ * reuse, with its ticket: a ticket is in use by one wait at a time, from its start
+ * until its result reaches the scheduler or it is cancelled). Tickets below
+ * VM_FIRST_WAITER_TICKET are the bindings' own, for waits one at a time (see
+ * redis_binding.h). */
+enum { VM_FIRST_WAITER_TICKET = 3 };
+
+struct vm_waiter {
+    struct vm *h;
+    double ticket;
+    ev_timer timer;                 /* a timer's */
+    int wakeable;                   /* a signal ends it early (host.sleep) */
+    void *data;                     /* what its cancel ends (a request, a connection) */
+    void (*cancel)(struct vm_waiter *w);  /* ends it, its ticket never brought */
+    struct vm_waiter *prev, *next;
+};
+
+#define VM_UNITS_MAX 16
+#define VM_HOOKS_MAX 8
+
+struct vm {
+    lua_State *L;
+    lua_State *co;                  /* the main coroutine */
+    int co_ref;
+    struct ev_loop *loop;
+    struct config config;
+    int finished;                   /* the main coroutine returned or raised */
+    int closing;                    /* replies no longer resume Lua */
+    int exit_code;
+
+    /* signals */
+    ev_signal signals[SIGNALS_COUNT];
+    volatile int quit;              /* the TERM, INT or QUIT that arrived, or 0 */
+    volatile int paused;            /* USR2 arrived, CONT not yet */
+    volatile int reload;            /* HUP arrived: end after the current job */
+    void (*wake[VM_HOOKS_MAX])(struct vm *h);   /* after a signal: end the waits */
+    int wakes;
+
+    /* waits */
+    double waiters;                 /* waiters made so far (each has its ticket) */
+    struct vm_waiter *waits;        /* the waits that can be cancelled (timers, requests) */
+    struct vm_waiter *spare;        /* waiters given back, for reuse */
+    int waiters_ref;                /* registry: weak set of the coroutines that may
+                                     * wait besides the main one (host.allow_waits) */
+
+    /* the bindings: their functions, and what closes them (in reverse order) */
+    const luaL_Reg *units[VM_UNITS_MAX];
+    int nunits;
+    struct { void (*fn)(void *data); void *data; } closers[VM_HOOKS_MAX];
+    int ncloser;
+
+    /* the Lua heap's budget (see vm_set_memory_limit) */
+    lua_Alloc heap_alloc;           /* LuaJIT's own allocator, which does the work */
+    void *heap_ud;
+    size_t heap_used;               /* bytes the state holds */
+    size_t heap_limit;              /* 0: no limit */
+    int heap_over;                  /* an allocation was refused; not back under yet */
+    int heap_strict;                /* no grace: a result is being handed to Lua */
+    size_t heap_refused;            /* what the heap would have held at the last refusal */
+};
+
+/* Sets up h (state, loop, signal watchers). Returns 0, or -1 with err set. */
+int vm_open(struct vm *h, const struct config *config, char *err, size_t errlen);
+
+/* Adds fns (functions taking the vm as upvalue 1, see vm_of) to the
+ * "luaworker.host" module, made at its first require. Before vm_run. */
+void vm_add_functions(struct vm *h, const luaL_Reg *fns);
+
+/* fn(h) is called after each signal that may end a wait (see vm.quit...). */
+void vm_on_wake(struct vm *h, void (*fn)(struct vm *h));
+
+/* fn(data) is called by vm_close, before the state closes, last added first. */
+void vm_on_close(struct vm *h, void (*fn)(void *data), void *data);
+
+/* Runs require("luaworker.main").run(cli, config) in the main coroutine until it
+ * returns; returns its result as the process exit status (70 when it raised). */
+int vm_run(struct vm *h, const struct cli *cli);
+
+/* Resumes the main coroutine with ticket and the nargs values pushed on it. Called
+ * by the loop's callbacks only, for values that cost no allocation (booleans);
+ * others go through vm_resume_with. */
+void vm_resume(struct vm *h, double ticket, int nargs);
+
+/* How a binding hands a wait's result to Lua: push(L, data) pushes the values and
+ * returns how many; too_big(L, message) pushes the binding's failure values for a
+ * result that does not fit under --memory-limit (message says so, naming the size
+ * and the limit) and returns how many. */
+struct vm_pusher {
+    int (*push)(lua_State *L, void *data);
+    int (*too_big)(lua_State *L, const char *message);
+};
+
+/* Resumes the main coroutine with ticket and the values p->push pushes. bytes: the
+ * result's size as far as the binding knows it (0: unknown). push runs in a
+ * protected call on the main state, without the heap's grace: a result that does
+ * not fit under the Lua heap's limit, after a full collection, is handed over as
+ * p->too_big's failure instead, an error of the task that waits (its job's), never
+ * of the process. Any allocation may run a __gc finalizer, and one that raises is
+ * reported and push run again. Called by the loop's callbacks. */
+void vm_resume_with(struct vm *h, double ticket, const struct vm_pusher *p, void *data,
+                      size_t bytes);
+
+/* As vm_resume_with, but the values are left on the main state's stack for
+ * store(L, count, data) to keep (it pops them); for a result no task waits for yet.
+ * Returns 0, or -1 after reporting an error. */
+int vm_keep_result(struct vm *h, const struct vm_pusher *p, void *data, size_t bytes,
+                     int (*store)(lua_State *L, int count, void *data));
+
+/* A waiter, its ticket free (one given back is reused), or NULL when there is no
+ * memory. */
+struct vm_waiter *vm_waiter_take(struct vm *h);
+
+/* Gives w back for reuse (its timer must be stopped); its ticket is free again. */
+void vm_waiter_give(struct vm_waiter *w);
+
+/* Adds w to h->waits (it can be cancelled: w->cancel is set), or takes it out. */
+void vm_waiter_link(struct vm_waiter *w);
+void vm_waiter_unlink(struct vm_waiter *w);
+
+/* Ends the process's run with status 70 after an internal error (what). */
+void vm_fail(struct vm *h, const char *what);
+
+/* Runs fn(L, data) in a protected call on the main state (for callbacks that store
+ * values in Lua without resuming). Returns 0, or -1 after reporting the error. */
+int vm_protected(struct vm *h, int (*fn)(lua_State *L, void *data), void *data);
+
+/* The host stored as upvalue 1 of a host function. */
+struct vm *vm_of(lua_State *L);
+
+/* Yields the calling coroutine with host.WAIT and ticket, for the scheduler to
+ * resume when the loop brings that ticket (see task.lua). Use as
+ * `return vm_yield(L, ticket);`. */
+int vm_yield(lua_State *L, double ticket);
+
+/* Raises unless L may wait for the loop: a coroutine of luaworker's tasks
+ * (host.allow_waits), never the main coroutine (the scheduler). A host function that
+ * yields calls it before it starts anything: a coroutine a handler made itself
+ * would get host.WAIT back from its own resume, and the loop would resume the
+ * main coroutine with a reply meant for it. Returns 0. */
+int vm_check_wait(lua_State *L);
+
+/* The marker vm_yield yields, exposed as host.WAIT. */
+extern char vm_wait_marker;
+
+/* Caps the Lua heap at bytes (0: no limit). An allocation that would take it past
+ * the cap is refused, so LuaJIT raises "not enough memory" in the code that asked
+ * (a handler's error, which fails its job). After a refusal, up to
+ * VM_HEAP_GRACE bytes more are allowed until the heap is back under the cap, so
+ * that the error can be reported and the job failed. */
+void vm_set_memory_limit(struct vm *h, size_t bytes);
+
+#define VM_HEAP_GRACE ((size_t)64 << 20)
+
+/* Closes the connections and the state; frees what the host units hold. */
+void vm_close(struct vm *h);
+
+#endif
