@@ -11,14 +11,14 @@
 --     class declares; a property without a default (a promoted constructor
 --     parameter, a typed property without one) is always written.
 -- Either way in ReflectionClass::getProperties order: the class's own properties
--- as it declares them, then its traits' in `use` order (make:job's `Batchable,
--- Dispatchable, InteractsWithQueue, Queueable, SerializesModels`; 11+'s
--- Illuminate\Foundation\Queue\Queueable uses them in the same order).
+-- as it declares them, then its traits' in `use` order (make:job's `Dispatchable,
+-- InteractsWithQueue, Queueable, SerializesModels`, Laravel's docs put `Batchable`
+-- first; 11+'s Illuminate\Foundation\Queue\Queueable uses them in that order).
 --
 -- luaworker cannot see the PHP class: the members an object already has keep the
 -- order they were read or given in (php.members' recorded ones); a member set by
 -- Lua afterwards, or filled in here, goes to its place among the trait
--- properties (TRAITS, by version) or among the class's own as the handler
+-- properties (traits(), by version) or among the class's own as the handler
 -- declares them (see declaration).
 local php = require "luaworker.php"
 local settings = require "luaworker.settings"
