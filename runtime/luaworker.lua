@@ -137,7 +137,7 @@ function M.dispatch(class, properties, options)
         error("luaworker.dispatch: properties are an object of class " .. php.class(properties), 2)
     end
     local dispatch = require "luaworker.dispatch"
-    local command = dispatch.command(class, properties or {})
+    local command = dispatch.command(class, properties or {}, require("luaworker.handlers").declared(class))
     if options.queue then command.queue = options.queue end
     if options.connection then command.connection = options.connection end
     if delay and delay > 0 then command.delay = delay end

@@ -190,6 +190,185 @@ static int l_php_is_list(lua_State *L)
     return 1;
 }
 
+/* php.members(v) -> keys, names, recorded: the Lua keys of the object or array v
+ * in the order PHP writes them (a plain table: its sequence, else its keys
+ * sorted), their PHP names (an object's mangled ones, e.g. "\0*\0id"; else the
+ * keys themselves), and how many of the keys lead in the order recorded in v
+ * (read from PHP or given to php.object / php.array); the others were added by
+ * Lua code and follow sorted. Raises when v is not a table. */
+static int l_php_members(lua_State *L)
+{
+    int mt = 0, order, keys, names, recorded = 0, count, i;
+    const char *problem;
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    if (php_meta_type_of(L, 1) != PHP_META_T_OTHER) {
+        lua_getmetatable(L, 1);
+        mt = 2;
+    }
+    problem = php_meta_member_order(L, 1, mt, &count);
+    if (problem) {
+        return luaL_error(L, "php.members: %s", problem);
+    }
+    order = lua_gettop(L);
+    lua_createtable(L, count, 0);
+    keys = order + 1;
+    lua_createtable(L, count, 0);
+    names = order + 2;
+    for (i = 1; i <= count; i++) {
+        if (lua_isnil(L, order)) {
+            lua_pushinteger(L, i);
+        } else {
+            lua_rawgeti(L, order, i);
+        }
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, keys, i);
+        if (mt != 0) {
+            lua_getfield(L, mt, "names");
+            if (lua_istable(L, -1)) {
+                lua_pushvalue(L, -2);
+                lua_rawget(L, -2);
+                if (!lua_isnil(L, -1)) {
+                    lua_replace(L, -3);
+                } else {
+                    lua_pop(L, 1);
+                }
+            }
+            lua_pop(L, 1);
+        }
+        lua_rawseti(L, names, i);
+    }
+    if (lua_isnil(L, order)) {
+        recorded = count; /* a sequence is always written in its own order */
+    } else if (mt != 0) {
+        lua_getfield(L, mt, "keys");
+        if (lua_istable(L, -1)) {
+            int nk = (int)lua_objlen(L, -1), j;
+            lua_newtable(L); /* the recorded keys, as a set */
+            for (j = 1; j <= nk; j++) {
+                lua_rawgeti(L, -2, j);
+                lua_pushboolean(L, 1);
+                lua_rawset(L, -3);
+            }
+            while (recorded < count) {
+                lua_rawgeti(L, keys, recorded + 1);
+                lua_rawget(L, -2);
+                if (lua_isnil(L, -1)) {
+                    lua_pop(L, 1);
+                    break;
+                }
+                lua_pop(L, 1);
+                recorded++;
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pushinteger(L, recorded);
+    return 3;
+}
+
+/* Copies mt_from[field][key] to mt_to[field][key] (creating that table) when
+ * set; key at the top of the stack. Stack unchanged. */
+static void php_value_copy_mark(lua_State *L, int mt_from, int mt_to, const char *field)
+{
+    int key = lua_gettop(L);
+    lua_getfield(L, mt_from, field);
+    if (lua_istable(L, -1)) {
+        lua_pushvalue(L, key);
+        lua_rawget(L, -2);
+        if (!lua_isnil(L, -1)) {
+            php_meta_sub(L, mt_to, field);
+            lua_pushvalue(L, key);
+            lua_pushvalue(L, -3);
+            lua_rawset(L, -3);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_settop(L, key);
+}
+
+/* php.select(v, keys[, names]) -> a new object of v's class holding v's members
+ * named by keys (Lua keys; those v lacks are skipped) in that order, each with
+ * its PHP name (v's, else names[key], else the key) and its float and reference
+ * marks. v is left as it was; member values are shared, not copied. Raises when
+ * v is not an object or keys is not a list of strings and numbers. */
+static int l_php_select(lua_State *L)
+{
+    int src_mt, t, mt, order, n, i, kept = 0;
+    if (php_meta_type_of(L, 1) != PHP_META_T_OBJECT) {
+        luaL_argerror(L, 1, "expected a PHP object");
+    }
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+    }
+    lua_settop(L, 3);
+    lua_getmetatable(L, 1);
+    src_mt = 4;
+    n = (int)lua_objlen(L, 2);
+    lua_createtable(L, 0, n);
+    t = 5;
+    php_meta_new(L, PHP_META_T_OBJECT);
+    mt = 6;
+    lua_getfield(L, src_mt, "class");
+    lua_setfield(L, mt, "class");
+    lua_createtable(L, n, 0);
+    order = 7;
+    lua_pushvalue(L, order);
+    lua_setfield(L, mt, "keys");
+    lua_newtable(L);
+    lua_setfield(L, mt, "names");
+    for (i = 1; i <= n; i++) {
+        lua_rawgeti(L, 2, i);
+        if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER) {
+            luaL_argerror(L, 2, "keys must be strings or numbers");
+        }
+        lua_pushvalue(L, -1);
+        lua_rawget(L, 1);
+        lua_pushvalue(L, -2);
+        lua_rawget(L, t);
+        if (lua_isnil(L, -2) || !lua_isnil(L, -1)) { /* absent, or listed twice */
+            lua_pop(L, 3);
+            continue;
+        }
+        lua_pop(L, 1);
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, t);             /* t[key] = v[key]; key on top */
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, order, ++kept);
+        /* the PHP name: v's recorded one, else names[key] */
+        lua_getfield(L, src_mt, "names");
+        if (lua_istable(L, -1)) {
+            lua_pushvalue(L, -2);
+            lua_rawget(L, -2);
+            lua_remove(L, -2);
+        }
+        if (lua_isnil(L, -1) && lua_istable(L, 3)) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            lua_rawget(L, 3);
+        }
+        if (lua_type(L, -1) == LUA_TSTRING && !lua_rawequal(L, -1, -2)) {
+            lua_getfield(L, mt, "names");
+            lua_pushvalue(L, -3);
+            lua_pushvalue(L, -3);
+            lua_rawset(L, -3);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        php_value_copy_mark(L, src_mt, mt, "floats");
+        php_value_copy_mark(L, src_mt, mt, "refs");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, mt);
+    lua_setmetatable(L, t);
+    lua_pushvalue(L, t);
+    return 1;
+}
+
 int luaopen_luaworker_php(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
@@ -201,9 +380,11 @@ int luaopen_luaworker_php(lua_State *L)
         { "enum", l_php_enum },
         { "array", l_php_array },
         { "is_list", l_php_is_list },
+        { "members", l_php_members },
+        { "select", l_php_select },
         { NULL, NULL }
     };
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 11);
     luaL_register(L, NULL, funcs);
     lua_pushlightuserdata(L, NULL);
     lua_setfield(L, -2, "null");

@@ -7,7 +7,9 @@
  * on the containing array or object); null is PHP null, lightuserdata(NULL), the same
  * value as cjson.null; class, object, enum, array and is_list read and set
  * the PHP-only details (class, member order, map vs list) that each
- * container carries in its metatable.  The text mappings are in
+ * container carries in its metatable; members lists them in PHP's order with
+ * their PHP names, select copies an object with some of its members in a
+ * given order.  The text mappings are in
  * php_unserialize.c and php_serialize.c, the metatable layout in php_meta.h.
  * Uses php_unserialize, php_serialize and php_meta.
  */

@@ -8,6 +8,7 @@ local php = require "luaworker.php"
 local payload_values = require "luaworker.payload"
 local settings = require "luaworker.settings"
 local log_context = require "luaworker.log_context"
+local serialized_job = require "luaworker.serialized_job"
 local task = require "luaworker.task"
 
 local M = {}
@@ -17,11 +18,16 @@ local value = payload_values.value
 local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
 
 -- InteractsWithQueue's and Queueable's properties of a Laravel 8 job, in the order
--- PHP's native serialization emits them after the class's own, with their defaults.
+-- PHP's native serialization emits them after the class's own (`push` builds 8.83's
+-- object; serialized_job writes it as the version does).
 local QUEUEABLE = { "job", "connection", "queue", "chainConnection", "chainQueue",
     "chainCatchCallbacks", "delay", "afterCommit", "middleware", "chained" }
 
 M.QUEUEABLE = QUEUEABLE
+
+-- How push_command serializes each object M.command made (weak keys):
+-- serialized_job.serialize's `how`.
+local how_of = setmetatable({}, { __mode = "k" })
 
 local function json_or_null(v)
     if v == nil or v == null then return "null" end
@@ -93,37 +99,47 @@ local function timestamp_of(v)
     return nil
 end
 
--- Adds the Queueable defaults a Laravel job object carries, keeping what is set.
-local function with_queueable_defaults(command)
-    for _, k in ipairs(QUEUEABLE) do
-        if command[k] == nil then
-            if k == "middleware" or k == "chained" then command[k] = {} else command[k] = null end
-        end
-    end
-    return command
-end
-
--- Makes a PHP object of class from properties (a plain table, or a value made by
--- luaworker.php): own properties first (sorted by name when plain), then the
--- Queueable ones.
-function M.command(class, properties)
+-- Makes the PHP object of class that luaworker.dispatch pushes from properties (a
+-- plain table, or a value made by luaworker.php, which is copied, not changed):
+-- the class's own properties as declared (the handler's declaration, or nil: see
+-- serialized_job.declaration) with the declared defaults of those not given, in
+-- the declared order (else sorted by name), then the others sorted; properties of
+-- Laravel's job traits go where the version puts them when it is serialized.
+-- Raises when a plain table has a key that is not a name.
+function M.command(class, properties, declared)
+    local object
     if php.class(properties) then
-        return with_queueable_defaults(properties)
-    end
-    local keys = {}
-    for k in pairs(properties) do
-        if type(k) ~= "string" then
-            error("properties must be a table of named properties, got key " .. tostring(k), 3)
+        object = serialized_job.with_defaults(serialized_job.copy(properties), declared)
+    else
+        local values, own, traits = {}, {}, {}
+        for k, v in pairs(properties) do
+            if type(k) ~= "string" then
+                error("properties must be a table of named properties, got key " .. tostring(k), 3)
+            end
+            values[k] = v
         end
-        keys[#keys + 1] = k
+        for _, k in ipairs(declared and declared.defaults_order or {}) do
+            if values[k] == nil then values[k] = declared.defaults[k] end
+        end
+        for k in pairs(values) do
+            if serialized_job.is_trait_property(k) then traits[#traits + 1] = k else own[#own + 1] = k end
+        end
+        local rank = declared and declared.rank or {}
+        table.sort(own, function(a, b)
+            local ra, rb = rank[a], rank[b]
+            if ra and rb then return ra < rb end
+            if ra or rb then return ra ~= nil end
+            return a < b
+        end)
+        local plain, names = {}, {}
+        for _, k in ipairs(own) do
+            plain[k], names[k] = values[k], serialized_job.php_name(declared, class, k)
+        end
+        object = php.select(php.object(class, plain, own), own, names)
+        for _, k in ipairs(traits) do object[k] = values[k] end
     end
-    table.sort(keys)
-    local seen = {}
-    for _, k in ipairs(keys) do seen[k] = true end
-    for _, k in ipairs(QUEUEABLE) do
-        if not seen[k] then keys[#keys + 1] = k end
-    end
-    return with_queueable_defaults(php.object(class, properties, keys))
+    how_of[object] = { declared = declared, fill = true }
+    return object
 end
 
 -- Encrypts a serialized command as Laravel's encrypt() does (ShouldBeEncrypted).
@@ -146,10 +162,12 @@ local function enqueue(q, payload, delay)
 end
 
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
--- worker's connection; delay: seconds (to :delayed) or nil. Returns the job id.
-function M.push_command(command, q, delay, encrypt)
+-- worker's connection; delay: seconds (to :delayed) or nil; how: how the version
+-- serializes it (serialized_job.serialize's; default: as M.command's object says,
+-- else every member it has from 9.4 at their defaults left out). Returns the job id.
+function M.push_command(command, q, delay, encrypt, how)
     local class = php.class(command)
-    local text, err = php.serialize(command)
+    local text, err = serialized_job.serialize(command, how or how_of[command] or {})
     if not text then error("cannot serialize the job's properties: " .. err, 0) end
     if encrypt then text = encrypt_command(text) end
     local fields = {

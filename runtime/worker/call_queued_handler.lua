@@ -10,6 +10,7 @@ local log_context = require "luaworker.log_context"
 local batch = require "luaworker.batch"
 local handlers = require "luaworker.handlers"
 local dispatch = require "luaworker.dispatch"
+local serialized_job = require "luaworker.serialized_job"
 local output = require "luaworker.output"
 local payload_values = require "luaworker.payload"
 local settings = require "luaworker.settings"
@@ -46,8 +47,10 @@ local function decrypt_command(text)
     return inner
 end
 
--- The command a handler receives: data.command unserialized for object jobs, data
--- itself for string jobs. Returns value or nil, message.
+-- The command a handler receives: data.command unserialized for object jobs, with
+-- the defaults its handler declares for the properties it lacks (from 9.4 PHP
+-- leaves out those at their defaults), data itself for string jobs. Returns value
+-- or nil, message.
 function M.command_of(job)
     local payload = job:payload()
     local data = payload.data
@@ -64,6 +67,9 @@ function M.command_of(job)
     local command, err = php.unserialize(text)
     if command == nil then
         return nil, "data.command is not valid PHP serialize() output: " .. err
+    end
+    if php.class(command) then
+        command = serialized_job.with_defaults(command, handlers.declaration(handlers.resolve(payload)))
     end
     return command
 end
@@ -186,7 +192,10 @@ function M.handle_model_not_found(job, class, ids)
 end
 
 -- Queueable::dispatchNextJobInChain: the first chained job, carrying the rest,
--- dispatched on the chain's connection and queue unless it names its own.
+-- dispatched on the chain's connection and queue unless it names its own. PHP
+-- unserializes it, sets those properties and serializes it again: from 9.4 a
+-- SerializesModels class (whose link left out its defaults) leaves out the
+-- properties at their defaults, a class without it writes them all.
 local function dispatch_next_in_chain(command)
     local chained = value(command.chained)
     if type(chained) ~= "table" or chained[1] == nil then return end
@@ -194,6 +203,7 @@ local function dispatch_next_in_chain(command)
     if type(nxt) ~= "table" or not php.class(nxt) then
         error("the next job of the chain cannot be read: " .. tostring(err or "not an object"), 0)
     end
+    local omit = serialized_job.omits_defaults(nxt)
     local rest = {}
     for i = 2, #chained do rest[i - 1] = chained[i] end
     -- Queueable declares these, so a PHP job always has them (null when unset)
@@ -214,7 +224,8 @@ local function dispatch_next_in_chain(command)
             .. "', which luaworker does not work", 0)
     end
     local delay = tonumber(value(nxt.delay))
-    dispatch.push_command(nxt, value(nxt.queue) or settings.config.default_queue, delay)
+    dispatch.push_command(nxt, value(nxt.queue) or settings.config.default_queue, delay, nil,
+        { omit = omit })
 end
 
 -- Whether the command's batch is cancelled: the SkipIfBatchCancelled middleware

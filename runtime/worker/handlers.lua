@@ -3,9 +3,12 @@
 -- data.commandName; a string job ("job": "Class@method") uses the class and calls
 -- method (Laravel's default: fire). A handler file returns a table with
 -- handle(job, command) (or the string job's method) and optionally
--- failed(job, command, err). Each file runs at most once (see load_file), seeing
--- the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
+-- failed(job, command, err), and may declare what PHP's class has that its
+-- serialized objects do not show (properties, defaults, serializes_models:
+-- serialized_job.declaration). Each file runs at most once (see load_file),
+-- seeing the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
 local payload_values = require "luaworker.payload"
+local serialized_job = require "luaworker.serialized_job"
 local handler_env = require "luaworker.handler_env"
 local output = require "luaworker.output"
 local host = require "luaworker.host"
@@ -14,6 +17,8 @@ local M = {}
 
 local dir = "./handlers"
 local cache = {}
+-- each handler's declaration (serialized_job.declaration), false when none
+local declarations = setmetatable({}, { __mode = "k" })
 -- successful resolutions by the payload fields they depend on (at most
 -- RESOLVED_MAX: hostile payloads must not grow it without end)
 local resolved, nresolved, RESOLVED_MAX = {}, 0, 1000
@@ -79,7 +84,18 @@ local function load_handler(path, method)
         return nil, "handler " .. output.text(path) .. " must return a table with a " .. method
             .. "(job, " .. (method == "handle" and "command" or "data") .. ") function"
     end
+    if declarations[handler] == nil then
+        local declared, why = serialized_job.declaration(handler)
+        if why then return nil, "handler " .. output.text(path) .. ": " .. why end
+        declarations[handler] = declared or false
+    end
     return handler
+end
+
+-- What the handler declares about its PHP class (serialized_job.declaration), or
+-- nil (none, or no handler).
+function M.declaration(handler)
+    return handler and declarations[handler] or nil
 end
 
 -- Is class usable as a path under the handler directory? A PHP class name never
@@ -156,6 +172,13 @@ function M.resolve(payload)
         resolved[key], nresolved = { handler, method, path }, nresolved + 1
     end
     return handler, method, path
+end
+
+-- The declaration of the handler of job class `class` (what luaworker.dispatch
+-- needs to write its objects as PHP does), or nil when it has no usable handler.
+function M.declared(class)
+    return M.declaration((M.resolve({ displayName = class, job = payload_values.CALL_QUEUED_HANDLER,
+        data = { commandName = class } })))
 end
 
 -- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.
