@@ -1,13 +1,20 @@
--- luaworker.output: what the worker prints. Job lines as Laravel 8.83's queue:work
--- prints them on stdout ("[Y-m-d H:i:s][<payload id>] Processing: <name>"), or with
--- --json one object per event in the fields of Laravel 11.27+'s --json output;
--- errors and notices on stderr.
+-- luaworker.output: what the worker prints. Job lines on stdout as the queue:work
+-- of the Laravel version luaworker speaks prints them: Laravel 8.83's
+-- ("[Y-m-d H:i:s][<payload id>] Processing: <name>") up to 9.20, the two-column
+-- lines of 9.21+ after (luaworker.console_lines); or with --json one object per
+-- event in the fields of Laravel 11.27+'s --json output; errors and notices on
+-- stderr.
 local cjson = require "cjson"
 local host = require "luaworker.host"
+local console_lines = require "luaworker.console_lines"
 
 local M = {}
 
 local json_mode, quiet = false, false
+
+-- When each job in hand started, as this process saw it: { clock = host.clock(),
+-- time = "Y-m-d H:i:s" } by job (weak: a job done is forgotten).
+local starts = setmetatable({}, { __mode = "k" })
 
 function M.configure(options)
     json_mode = options.json and true or false
@@ -16,6 +23,11 @@ end
 
 local function now_text()
     return os.date("%Y-%m-%d %H:%M:%S")
+end
+
+local function write(line)
+    io.stdout:write(line)
+    io.stdout:flush()
 end
 
 local function iso_timestamp()
@@ -72,7 +84,9 @@ end
 
 local LEVEL = { starting = "info", success = "info" }
 
--- status: "starting", "success", "released_after_exception" or "failed".
+-- A job's line (or JSON object): status "starting", "success",
+-- "released_after_exception" or "failed"; exception and duration (seconds) for
+-- --json. The console lines time the job from its "starting" in this process.
 function M.job(status, job, exception, duration)
     if quiet then return end
     if json_mode then
@@ -98,14 +112,30 @@ function M.job(status, job, exception, duration)
         })
         return
     end
+    if console_lines.format() then
+        local now, clock = now_text(), host.clock()
+        if status == "starting" then starts[job] = { clock = clock, time = now } end
+        local start = starts[job]
+        local line = console_lines.job_line(status, M.text(job:name()), now,
+            start and start.time or now, start and clock - start.clock or 0)
+        if line then write(line) end
+        return
+    end
     local label
     if status == "starting" then label = "Processing:"
     elseif status == "success" then label = "Processed: "
     elseif status == "failed" then label = "Failed:    "
     else return end
-    io.stdout:write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
+    write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
         M.text(job:name()), "\n" }))
-    io.stdout:flush()
+end
+
+-- The job started at host.clock() time clock out of this process's sight (in the
+-- process this one replaces, ended for the job's timeout): its console line tells
+-- how long it ran, as Laravel's timeout handler, in the job's own process, does.
+function M.started(job, clock)
+    starts[job] = { clock = clock,
+        time = os.date("%Y-%m-%d %H:%M:%S", math.floor(host.microtime() - (host.clock() - clock))) }
 end
 
 -- Worker::raisePausedQueueEvents's line (Laravel 13.26+): queue q was found paused
@@ -117,8 +147,19 @@ function M.queue_status(q, status)
             timestamp = iso_timestamp() })
         return
     end
-    io.stdout:write(table.concat({ "[", now_text(), "] Queue ", M.text(q), " ", status, "\n" }))
-    io.stdout:flush()
+    if console_lines.format() then
+        write(console_lines.queue_line(M.text(q), status, now_text()))
+        return
+    end
+    write(table.concat({ "[", now_text(), "] Queue ", M.text(q), " ", status, "\n" }))
+end
+
+-- What queue:work prints when it starts, for the comma-separated queues it works
+-- (Laravel 9.21+'s notice, on a terminal from 9.41), before any job line.
+function M.worker_starting(queues)
+    if quiet or json_mode then return end
+    local notice = console_lines.starting(M.text(queues))
+    if notice then write(notice) end
 end
 
 -- An error or notice for the operator, on stderr. job may be nil. Each line (like

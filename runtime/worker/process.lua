@@ -160,6 +160,7 @@ end
 -- keeps that outcome: the rules are not applied again.
 function M.handle_timed_out_job(job, timeout, how)
     local exc = failing.exception_info(failing.timeout_exception(job), "")
+    if how == "process" then output.started(job, host.clock() - timeout) end
     local decided = how == "stopped"
         and (job.settling or job:is_deleted_or_released() or job:has_failed())
     local ok, err, trace = true, nil, nil

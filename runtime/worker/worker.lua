@@ -213,6 +213,7 @@ local function prepare(cli, cfg)
     handlers.add_to_package_path()
     handler_env.install()
     output.configure(options)
+    output.worker_starting(options.queue_list)
     -- an outage is waited out; without a job in hand, a stop signal ends the wait
     local one_shot = options.once or options.stop_when_empty
     redis.wait_out_failures(function(message)
