@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -123,7 +124,20 @@ static int l_host_file_kind(lua_State *L)
     return 1;
 }
 
+/* host.terminal() -> stdin_tty, stdout_tty, columns: whether the standard input and
+ * output are terminals, and the columns the standard input's terminal has (0 when
+ * none), what `stty -a` reports on it. */
+static int l_host_terminal(lua_State *L)
+{
+    struct winsize ws;
+    lua_pushboolean(L, isatty(STDIN_FILENO));
+    lua_pushboolean(L, isatty(STDOUT_FILENO));
+    lua_pushinteger(L, ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0);
+    return 3;
+}
+
 static const luaL_Reg functions[] = {
+    {"terminal", l_host_terminal},
     {"file_kind", l_host_file_kind},
     {"now", l_host_now},
     {"clock", l_host_clock},

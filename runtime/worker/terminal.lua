@@ -2,9 +2,11 @@
 -- Laravel 12's), for the console lines that depend on it: its width (Terminal::
 -- getWidth), whether `stty` answers (Terminal::hasSttyAvailable) and whether stdout
 -- takes colours (StreamOutput::hasColorSupport). Each is found once, when first
--- asked, as Symfony finds it once per command; the probes are the ones Symfony runs
--- (`stty`, `stty -a`, on the standard input this process was given) and `test -t 1`
--- for PHP's stream_isatty(STDOUT), each a shell started once.
+-- asked, as Symfony finds it once per command. Symfony asks `stty` and `stty -a`
+-- on the standard input and PHP's stream_isatty(STDOUT); luaworker asks the same of
+-- the system (host.terminal: isatty, the terminal's window size) without a shell.
+local host = require "luaworker.host"
+
 local M = {}
 
 -- The widest terminal there can be: struct winsize's ws_col is 16 bits. A wider
@@ -26,21 +28,12 @@ local function php_int(s)
     return sign == "-" and -n or n
 end
 
--- The output of the shell command line, "" when it prints nothing or cannot run.
-local function probe(command)
-    local f = io.popen(command, "r")
-    if not f then return "" end
-    local text = f:read("*a") or ""
-    f:close()
-    return text
-end
-
 local stty, width, decorated
 
 -- Terminal::hasSttyAvailable: `stty` (on the standard input) prints its settings,
 -- as it does when the standard input is a terminal.
 function M.has_stty()
-    if stty == nil then stty = probe("stty 2>/dev/null") ~= "" end
+    if stty == nil then stty = (host.terminal()) end
     return stty
 end
 
@@ -53,9 +46,7 @@ function M.width()
     if columns then
         width = php_int(columns)
     else
-        local s = probe("stty -a 2>/dev/null")
-        local w = s:match("rows.%d+;.columns.(%d+);") or s:match(";.%d+.rows;.(%d+).columns")
-        width = math.min(tonumber(w) or 0, WIDEST)
+        width = math.min(select(3, host.terminal()), WIDEST)
         if width == 0 then width = 80 end
     end
     return width
@@ -70,10 +61,9 @@ local function non_empty(name)
     return v ~= nil and v ~= ""
 end
 
--- PHP's stream_isatty(STDOUT): a child shell given this process's stdout tests it.
+-- PHP's stream_isatty(STDOUT).
 local function stdout_is_tty()
-    local status = os.execute("test -t 1")
-    return status == 0 or status == true
+    return (select(2, host.terminal()))
 end
 
 -- The TERMs Symfony takes for colour terminals:
