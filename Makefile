@@ -80,13 +80,21 @@ $(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
-# Host-side Lua is compiled into the binary, each file a module named after it
-# (whatever its folder): runtime/worker/worker.lua is "luaworker.worker",
-# runtime/luaworker.lua is "luaworker". LUAJIT_BFLAGS=-g keeps file and line
+# Host-side Lua is compiled into the binary, each file a module named after its
+# folder and file, so that a require says where the file is:
+# runtime/queue/dispatch.lua is "luaworker.queue.dispatch", a folder's own file
+# runtime/db/db.lua is "luaworker.db", runtime/start.lua "luaworker.start",
+# runtime/luaworker.lua "luaworker". LUAJIT_BFLAGS=-g keeps file and line
 # information (for jit.p profiles and tracebacks).
+lua_module = $(strip $(if $(filter luaworker,$(1)),luaworker,\
+    $(if $(findstring /,$(1)),\
+        $(if $(filter $(notdir $(1)),$(patsubst %/,%,$(dir $(1)))),luaworker.$(notdir $(1)),\
+            luaworker.$(subst /,.,$(1))),\
+        luaworker.$(1))))
+
 $(OBJ)/%.lua.o: runtime/%.lua
 	@mkdir -p $(dir $@)
-	$(LUAJIT) -b $(LUAJIT_BFLAGS) -n $(if $(filter luaworker,$(notdir $*)),luaworker,luaworker.$(notdir $*)) $< $@
+	$(LUAJIT) -b $(LUAJIT_BFLAGS) -n $(call lua_module,$*) $< $@
 
 deps:
 	@missing=""; for p in $(DEB_BUILD) $(DEB_TEST) $(EXTRA_DEBS); do \

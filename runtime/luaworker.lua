@@ -1,7 +1,7 @@
 -- luaworker: the module handlers get with require "luaworker".
 --   luaworker.before(fn), .after, .failing, .exception_occurred, .looping,
 --   .stopping, .starting, .popping, .popped, .released_after_exception,
---   .attempted: register fn(event) for that worker event (see README).
+--   .attempted: register fn(event) for that worker event (docs/handlers.md).
 --   luaworker.redis(cmd, ...): run a command on the worker's queue connection; an
 --   error reply or a lost connection raises, a Redis that cannot run it yet
 --   (LOADING, READONLY, not reachable) is waited for up to REDIS_WAIT seconds first.
@@ -9,16 +9,22 @@
 --   MONITOR, MULTI, SELECT...: CONNECTION_STATE) or block it (BLPOP, XREAD BLOCK,
 --   WAIT...) raise without being sent.
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
---   luaworker.prefix, luaworker.json (cjson), luaworker.php, luaworker.null.
+--   luaworker.prefix, luaworker.connection_name, luaworker.json (cjson),
+--   luaworker.php, luaworker.null.
 --   luaworker.http: HTTP requests that wait without holding up the worker.
 --   luaworker.db(name): the app's database connection name, as Laravel's DB facade.
-local events = require "luaworker.events"
+local events = require "luaworker.base.events"
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
 local cjson = require "cjson"
 
 local php = require "luaworker.php"
-local payload_values = require "luaworker.payload"
+local values = require "luaworker.base.values"
+local settings = require "luaworker.base.settings"
+local db = require "luaworker.db"
+local batch = require "luaworker.bus.batch"
+local dispatch = require "luaworker.queue.dispatch"
+local handlers = require "luaworker.worker.handlers"
 
 -- Seconds a handler's luaworker.redis waits out a Redis that cannot run it yet
 -- (loading its data, read-only in a failover, not reachable) before it raises.
@@ -28,9 +34,8 @@ local M = {
     json = cjson,
     php = php,
     http = require "luaworker.http",
-    null = cjson.null,
+    null = values.null,
     prefix = "",
-    connection_name = "redis",
     default_queue = "default",
 }
 
@@ -136,18 +141,17 @@ function M.dispatch(class, properties, options)
     if properties ~= nil and php.class(properties) and php.class(properties) ~= class then
         error("luaworker.dispatch: properties are an object of class " .. php.class(properties), 2)
     end
-    local dispatch = require "luaworker.dispatch"
-    local command = dispatch.command(class, properties or {}, require("luaworker.handlers").declared(class))
+    local command = dispatch.command(class, properties or {}, handlers.declared(class))
     if options.queue then command.queue = options.queue end
     if options.connection then command.connection = options.connection end
     if delay and delay > 0 then command.delay = delay end
-    local q = payload_values.value(command.queue) or M.default_queue
+    local q = values.value(command.queue) or M.default_queue
     if options.batch ~= nil then
         if type(options.batch) ~= "string" or options.batch == "" then
             error("luaworker.dispatch: options.batch must be a batch id (a string)", 2)
         end
         command.batchId = options.batch
-        return require("luaworker.batch").add_job(options.batch, function()
+        return batch.add_job(options.batch, function()
             return dispatch.push_command(command, q, delay, options.encrypt)
         end)
     end
@@ -157,7 +161,7 @@ end
 -- The db of the app's database connection name (default DB_CONNECTION): see
 -- runtime/db/db.lua.
 function M.db(name)
-    return require("luaworker.db").connection(name)
+    return db.connection(name)
 end
 
 -- Waits without blocking the worker's event loop: the other jobs in flight run
@@ -171,16 +175,13 @@ function M.sleep(seconds)
 end
 
 -- An error value with a class, shown as "Class: message" (like a PHP exception).
-local Exception = {}
-Exception.__index = Exception
-Exception.__tostring = function(e) return e.class .. ": " .. e.message end
+M.exception = values.exception
+M.is_exception = values.is_exception
 
-function M.exception(class, message)
-    return setmetatable({ class = class, message = message }, Exception)
-end
-
-function M.is_exception(v)
-    return getmetatable(v) == Exception
-end
+-- luaworker.connection_name: the name of the connection the worker works (its
+-- `work` argument, else QUEUE_CONNECTION), read when asked.
+setmetatable(M, { __index = function(_, key)
+    if key == "connection_name" then return settings.connection_name or "redis" end
+end })
 
 return M

@@ -22,6 +22,7 @@
 #include "loop/vm.h"
 #include "loop/waits.h"
 #include "queue/file_store_binding.h"
+#include "redis/idle_wait.h"
 #include "redis/redis_binding.h"
 #include "redis/scripts.h"
 #include "supervisor/slot.h"
@@ -169,6 +170,7 @@ int main(int argc, char **argv)
         status = 70;
     } else {
         unsetenv(SLOT_ENV);
+        idle_wait_register(&host);
         waits_register(&host);
         system_register(&host);
         http_binding_register(&host);

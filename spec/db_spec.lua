@@ -382,7 +382,7 @@ print(err.class, err.message)
             .. ".shell sleep 1.5\\ncommit;\\n' | sqlite3 " .. H.quote(file) .. ") >/dev/null 2>&1 &")
         local out = run_sqlite([[
 local lw = require "luaworker"
-local task = require "luaworker.task"
+local task = require "luaworker.loop.task"
 os.execute("sleep 0.3")
 local ticks = 0
 -- a task of its own that counts while the insert waits for the lock

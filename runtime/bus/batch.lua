@@ -1,4 +1,4 @@
--- luaworker.batch: Laravel's job batches (Bus::batch) as its worker keeps them: a
+-- luaworker.bus.batch: Laravel's job batches (Bus::batch) as its worker keeps them: a
 -- job whose command carries a batchId (the Batchable trait) updates its row in the
 -- app's job_batches table (Illuminate\Bus\DatabaseBatchRepository, the database
 -- connection DB_CONNECTION names, through luaworker.db) when it succeeds and when
@@ -13,6 +13,7 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local db_module = require "luaworker.db"
 local php = require "luaworker.php"
+local log = require "luaworker.base.log"
 
 local M = {}
 
@@ -96,7 +97,7 @@ local told = {}   -- batch id -> true once its callbacks were said to be left
 local function callbacks_left(id, which, job)
     if told[id] then return end
     told[id] = true
-    require("luaworker.output").error("batch " .. id .. " reached its " .. which
+    log.error("batch " .. id .. " reached its " .. which
         .. " callbacks: they are PHP closures, which luaworker cannot run; they are not run "
         .. "(said once per batch)", job)
 end
@@ -124,9 +125,8 @@ end
 -- kept reserved meanwhile); other errors, or the worker stopping meanwhile, raise
 -- as Laravel's worker would: the job's exception rules apply.
 local function waiting_out_outages(what, job, fn, ...)
-    local output = require "luaworker.output"
     return db_module.wait_out(fn, db_module.lost_connection, function(err)
-        output.error("cannot " .. what .. " (" .. tostring(err) .. "); the job stays reserved "
+        log.error("cannot " .. what .. " (" .. tostring(err) .. "); the job stays reserved "
             .. "until it can, tried again every 30 s at most", job)
     end, nil, ...)
 end

@@ -4,11 +4,11 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
-local failed_jobs = require "luaworker.failed_jobs"
-local dispatch = require "luaworker.dispatch"
-local text = require("luaworker.output").text
+local failed_jobs = require "luaworker.queue.failed_jobs"
+local dispatch = require "luaworker.queue.dispatch"
+local text = require("luaworker.base.log").text
 local php = require "luaworker.php"
-local php_json = require "luaworker.php_json"
+local php_json = require "luaworker.php.json"
 
 local M = {}
 

@@ -34,9 +34,10 @@
 -- server, on a connection of its own (pg_terminate_backend, KILL): neither server
 -- notices a client gone before the statement ends.
 local host = require "luaworker.host"
-local task = require "luaworker.task"
-local settings = require "luaworker.settings"
-local drivers = require "luaworker.db_drivers"
+local task = require "luaworker.loop.task"
+local settings = require "luaworker.base.settings"
+local values = require "luaworker.base.values"
+local drivers = require "luaworker.db.drivers"
 
 local M = {}
 
@@ -71,8 +72,7 @@ end
 -- class, sqlstate and whether the connection was lost); another error as it is.
 local function raise(db, err, sql)
     if not drivers.is_error(err) then error(err, 0) end
-    -- luaworker (the handlers' module, which loads this one) is loaded by then
-    local e = require("luaworker").exception(QUERY_EXCEPTION, err.text .. context(db, sql))
+    local e = values.exception(QUERY_EXCEPTION, err.text .. context(db, sql))
     e.sqlstate, e.connection = err.state, db.name
     if err.lost then e.lost_connection = true end
     error(e, 0)
@@ -101,7 +101,7 @@ function M.wait_out(fn, retry, say, said, ...)
             return unpack(results, 2, table.maxn(results))
         end
         local err = results[2]
-        if not retry(err) or require("luaworker.settings").giving_up() then error(err, 0) end
+        if not retry(err) or settings.giving_up() then error(err, 0) end
         if not waited then say(err) end
         waited = true
         host.sleep(wait, true)  -- a stop signal ends it early

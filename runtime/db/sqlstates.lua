@@ -1,4 +1,4 @@
--- luaworker.sqlstates: the words PDO puts after an SQLSTATE in its messages
+-- luaworker.db.sqlstates: the words PDO puts after an SQLSTATE in its messages
 -- ("SQLSTATE[42P01]: Undefined table: 7 ..."), as PHP 8's PDO has them (its
 -- pdo_sqlstate table); a state PDO does not know reads "<<Unknown error>>". Used for
 -- the QueryExceptions of every driver, so that they read as Laravel's.

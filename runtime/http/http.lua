@@ -13,6 +13,7 @@
 -- message names the URL without its credentials, query or fragment. Any status is
 -- a response (4xx and 5xx too), as with Laravel's client.
 local host = require "luaworker.host"
+local values = require "luaworker.base.values"
 
 local M = {}
 
@@ -37,8 +38,7 @@ local function shown(s)
 end
 
 local function fail(message, url)
-    -- luaworker (which has this module as luaworker.http) is loaded by then
-    error(require("luaworker").exception(CONNECTION_EXCEPTION,
+    error(values.exception(CONNECTION_EXCEPTION,
         message .. " for " .. M.redact(url)), 3)
 end
 

@@ -1,4 +1,4 @@
--- luaworker.task: tasks, the coroutines luaworker runs (the program, each job in
+-- luaworker.loop.task: tasks, the coroutines luaworker runs (the program, each job in
 -- flight), and the scheduler that resumes them.
 --
 -- A host function that waits (a Redis command, a sleep) yields host.WAIT and a

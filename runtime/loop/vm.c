@@ -502,7 +502,7 @@ int vm_run(struct vm *h, const struct cli *cli)
     h->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 
     lua_getglobal(h->co, "require");
-    lua_pushstring(h->co, "luaworker.main");
+    lua_pushstring(h->co, "luaworker.start");
     if (lua_pcall(h->co, 1, 1, 0) != 0) {
         fprintf(stderr, "luaworker: cannot load the runtime: %s\n", lua_tostring(h->co, -1));
         return 70;

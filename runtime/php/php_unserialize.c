@@ -1,24 +1,3 @@
-/* php_unserialize: PHP serialize() text -> Lua values.
- *
- * Mapping (the contract Lua handlers rely on):
- *   N;            php.null == lightuserdata(NULL) == cjson.null
- *   b:0; b:1;     boolean
- *   i:<n>;        number when |n| <= 2^53, otherwise an int64_t cdata (exact)
- *   d:<x>;        number (INF, -INF, NAN included); as a member, its key goes
- *                 in the container's `floats`
- *   s:<n>:"..";   string (binary safe)
- *   a:<n>:{..}    table.  Keys exactly 0..n-1 in order: a sequence t[1..n].
- *                 Otherwise a map keyed by the PHP keys (int keys stay
- *                 numbers) whose key order is kept in the metatable.
- *   O:..:{..}     table of properties by bare name (visibility stripped);
- *                 class, mangled names and order kept in the metatable.
- *   E:..:"A:B";   table {class = "A", case = "B"} marked as enum.
- *   C:..:{..}     table {class = ..., data = <raw payload>} marked as custom.
- *   r:<n>; R:<n>; the n-th value already decoded (shared identity); as a
- *                 member, its key goes in the container's `refs`.
- * Limits: containers nest at most PHP_META_MAX_DEPTH deep, and an element
- * count must fit the remaining input (6 bytes a member at least).
- */
 #include "php/php_unserialize.h"
 
 #include <stdint.h>
@@ -595,7 +574,6 @@ static int php_unserialize_parse(php_unserialize_reader *r, enum php_unserialize
 
 int php_unserialize(lua_State *L, const char *s, size_t len, char *err, size_t errlen)
 {
-    php_unserialize_reader r;
     enum php_unserialize_kind kind;
     int base = lua_gettop(L);
     if (!lua_checkstack(L, 16)) {
@@ -605,16 +583,8 @@ int php_unserialize(lua_State *L, const char *s, size_t len, char *err, size_t e
         return -1;
     }
     lua_newtable(L);
-    r.L = L;
-    r.in.s = s;
-    r.in.len = len;
-    r.in.pos = 0;
-    r.depth = 0;
-    r.slots = base + 1;
-    r.nslots = 0;
-    r.last_ref = 0;
-    r.in.err = err;
-    r.in.errlen = errlen;
+    php_unserialize_reader r = { .L = L, .slots = base + 1,
+                                 .in = { .s = s, .len = len, .err = err, .errlen = errlen } };
     if (php_unserialize_parse(&r, &kind) != 0) {
         lua_settop(L, base);
         return -1;

@@ -1,15 +1,16 @@
--- luaworker.dispatch: builds and pushes Laravel-format jobs that a PHP worker runs
+-- luaworker.queue.dispatch: builds and pushes Laravel-format jobs that a PHP worker runs
 -- as if Laravel had dispatched them (Queue::createPayload of the Laravel version
 -- luaworker speaks, pushed with the push script, or to :delayed).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
 local php = require "luaworker.php"
-local payload_values = require "luaworker.payload"
-local settings = require "luaworker.settings"
-local log_context = require "luaworker.log_context"
-local serialized_job = require "luaworker.serialized_job"
-local task = require "luaworker.task"
+local payload_values = require "luaworker.base.values"
+local settings = require "luaworker.base.settings"
+local log_context = require "luaworker.queue.context"
+local serialized_job = require "luaworker.queue.serialized_job"
+local task = require "luaworker.loop.task"
+local encrypter = require "luaworker.encrypter"
 
 local M = {}
 
@@ -144,7 +145,7 @@ end
 
 -- Encrypts a serialized command as Laravel's encrypt() does (ShouldBeEncrypted).
 local function encrypt_command(text)
-    local enc = require "luaworker.encrypter"
+    local enc = encrypter
     local key, err = enc.key(os.getenv("APP_KEY") or "", os.getenv("APP_CIPHER"))
     if not key then error("cannot encrypt the job: " .. err, 0) end
     local sealed, serr = enc.encrypt(php.serialize(text), key, os.getenv("APP_CIPHER"))

@@ -1,4 +1,4 @@
--- luaworker.failed_jobs: the failed-job store, Laravel's "failer" (config/queue.php
+-- luaworker.queue.failed_jobs: the failed-job store, Laravel's "failer" (config/queue.php
 -- 'failed'), chosen as the app chooses it, by QUEUE_FAILED_DRIVER:
 --   database-uuids  the app's failed_jobs table, on the database connection
 --                   DB_CONNECTION names (through luaworker.db), with rows as
@@ -37,8 +37,9 @@
 local queue = require "luaworker.queue"
 local host = require "luaworker.host"
 local db = require "luaworker.db"
-local output = require "luaworker.output"
-local settings_of = require "luaworker.settings"
+local output = require "luaworker.base.log"
+local settings_of = require "luaworker.base.settings"
+local failed_jobs_file = require "luaworker.queue.failed_jobs_file"
 
 local M = {}
 
@@ -348,7 +349,7 @@ function M.store()
     elseif s.driver == "null" then
         chosen = null_store
     elseif s.driver == "file" then
-        chosen = logged_first(require("luaworker.failed_jobs_file").new(s))
+        chosen = logged_first(failed_jobs_file.new(s))
     else
         chosen = logged_first(database_store(s))
     end

@@ -1,4 +1,4 @@
--- luaworker.failed_jobs_file: Laravel 10.10+'s `file` failed-job store
+-- luaworker.queue.failed_jobs_file: Laravel 10.10+'s `file` failed-job store
 -- (FileFailedJobProvider): a JSON file, storage/framework/cache/failed-jobs.json
 -- beside the app's .env by default, holding the newest `limit` (100) failed jobs,
 -- newest first, each {id (the payload's uuid), connection, queue, payload,
@@ -20,7 +20,7 @@
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local php = require "luaworker.php"
-local settings = require "luaworker.settings"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
@@ -129,7 +129,7 @@ function M.new(s)
                 fail("cannot lock the failed jobs: the lock laravel-failed-jobs (" .. file
                     .. ") was held for " .. LOCK_WAIT .. " s", "locked", true)
             end
-            require("luaworker").sleep(LOCK_RETRY)
+            host.sleep(LOCK_RETRY, true)
         end
         local ok, a, b = pcall(fn)
         local f = io.open(file, "rb")

@@ -1,4 +1,4 @@
--- luaworker.serialized_job: a job object's data.command as the Laravel version
+-- luaworker.queue.serialized_job: a job object's data.command as the Laravel version
 -- luaworker speaks writes it, for the jobs luaworker pushes (luaworker.dispatch,
 -- push, the next job of a chain), and the defaults a handler declares for its
 -- class's properties.
@@ -21,7 +21,7 @@
 -- properties (traits(), by version) or among the class's own as the handler
 -- declares them (see declaration).
 local php = require "luaworker.php"
-local settings = require "luaworker.settings"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 

@@ -1,16 +1,14 @@
 #include "redis/redis_binding.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loop/vm.h"
-#include "redis/redis_sub.h"
 
-/* Tickets of the waits one at a time (below VM_FIRST_WAITER_TICKET). */
-enum { BLOCK_TICKET = 1,           /* host.wait_notify's */
-       COLLECT_TICKET = 2 };       /* host.collect's */
+/* The ticket of host.collect's wait, one at a time (below VM_FIRST_WAITER_TICKET;
+ * idle_wait has 1). */
+enum { COLLECT_TICKET = 2 };
 
 /* The binding's state: one vm a process. */
 static struct {
@@ -24,14 +22,6 @@ static struct {
     int deferred_ref;               /* registry: id -> result */
     unsigned deferred_next;         /* the next id */
     unsigned collecting;            /* the id a task waits for in host.collect, 0 when none */
-    /* the idle wait (host.wait_notify) and the subscription that reports changes of
-     * the delayed sets (host.subscribe_invalidations) */
-    ev_timer wait_timer;            /* ends the BLPOP at its deadline */
-    int blocking;                   /* a BLPOP is in flight */
-    int unblock_wanted;             /* end it as soon as its client id is known */
-    long long block_client_id;      /* CLIENT ID of the block connection, 0 until known */
-    struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
-    int invalidated;                /* an invalidation came since host.take_invalidated */
 } rb = { .deferred_ref = LUA_NOREF };
 
 /* Pushes a Redis reply: strings and status as strings, integers as numbers, nil as
@@ -127,8 +117,8 @@ static size_t reply_bytes(const redisReply *r)
     return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ? r->len : 0;
 }
 
-static void resume_ticket(struct vm *h, double ticket, const redisReply *reply,
-                              const char *lost, enum redis_conn_loss loss)
+void redis_binding_resume(struct vm *h, double ticket, const redisReply *reply,
+                          const char *lost, enum redis_conn_loss loss)
 {
     if (h->closing || h->finished)
         return;
@@ -144,10 +134,10 @@ static void on_reply(void *data, const redisReply *reply, const char *lost,
     struct vm *h = w->h;
     double ticket = w->ticket;
     vm_waiter_give(w);
-    resume_ticket(h, ticket, reply, lost, loss);
+    redis_binding_resume(h, ticket, reply, lost, loss);
 }
 
-static int unreachable(lua_State *L, const char *message)
+int redis_binding_unreachable(lua_State *L, const char *message)
 {
     lua_pushboolean(L, 0);
     lua_pushstring(L, message);
@@ -161,7 +151,7 @@ static struct redis_conn *conn_named(lua_State *L, int idx)
     return rb.conns[luaL_checkoption(L, idx, NULL, names)];
 }
 
-static int command_args(lua_State *L, int first, const char **argv, size_t *argvlen)
+int redis_binding_args(lua_State *L, int first, const char **argv, size_t *argvlen)
 {
     int n = lua_gettop(L) - first + 1;
     if (n > REDIS_BINDING_MAX_ARGS)
@@ -186,7 +176,7 @@ static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, void *
     luaL_checkstring(L, 2);
     const char *argv[REDIS_BINDING_MAX_ARGS];
     size_t argvlen[REDIS_BINDING_MAX_ARGS];
-    int argc = command_args(L, 2, argv, argvlen);
+    int argc = redis_binding_args(L, 2, argv, argvlen);
     return redis_conn_command(c, flags, argc, argv, argvlen, fn, data, err, errlen);
 }
 
@@ -203,7 +193,7 @@ static int send_script(lua_State *L, redis_conn_reply_fn *fn, void *data, char *
     int nkeys = (int)luaL_checkinteger(L, 3);
     const char *argv[REDIS_BINDING_MAX_ARGS];
     size_t argvlen[REDIS_BINDING_MAX_ARGS];
-    int argc = command_args(L, 4, argv, argvlen);
+    int argc = redis_binding_args(L, 4, argv, argvlen);
     if (nkeys < 0 || nkeys > argc)
         luaL_argerror(L, 3, "key count out of range");
     return redis_conn_script(c, sc, nkeys, argc, argv, argvlen, fn, data, err, errlen);
@@ -220,7 +210,7 @@ static int l_host_command(lua_State *L)
         return luaL_error(L, "out of memory");
     if (send_command(L, 0, on_reply, w, err, sizeof err)) {
         vm_waiter_give(w);
-        return unreachable(L, err);
+        return redis_binding_unreachable(L, err);
     }
     return vm_yield(L, w->ticket);
 }
@@ -237,7 +227,7 @@ static int l_host_script(lua_State *L)
         return luaL_error(L, "out of memory");
     if (send_script(L, on_reply, w, err, sizeof err)) {
         vm_waiter_give(w);
-        return unreachable(L, err);
+        return redis_binding_unreachable(L, err);
     }
     return vm_yield(L, w->ticket);
 }
@@ -446,181 +436,6 @@ static int l_host_describe(lua_State *L)
     return 1;
 }
 
-static void on_ignored_reply(void *data, const redisReply *reply, const char *lost,
-                             enum redis_conn_loss loss)
-{
-    (void)data;
-    (void)reply;
-    (void)lost;
-    (void)loss;
-}
-
-/* Ends the BLPOP of host.wait_notify (it replies nil) by a CLIENT UNBLOCK on the
- * queue connection, which the waiting coroutine does not use meanwhile. */
-static void unblock_wait(struct vm *h)
-{
-    if (!rb.blocking || h->closing)
-        return;
-    if (rb.block_client_id <= 0) {
-        rb.unblock_wanted = 1;
-        return;
-    }
-    char id[32], err[256];
-    int n = snprintf(id, sizeof id, "%lld", rb.block_client_id);
-    const char *argv[] = {"CLIENT", "UNBLOCK", id};
-    size_t argvlen[] = {6, 7, (size_t)n};
-    rb.unblock_wanted = 0;
-    /* when this cannot be sent, the BLPOP's own timeout ends the wait */
-    redis_conn_command(rb.conns[REDIS_BINDING_QUEUE], 0, 3, argv, argvlen, on_ignored_reply, h, err,
-                       sizeof err);
-}
-
-static void on_block_client_id(void *data, const redisReply *reply, const char *lost,
-                               enum redis_conn_loss loss)
-{
-    (void)lost;
-    (void)loss;
-    struct vm *h = data;
-    if (reply && reply->type == REDIS_REPLY_INTEGER)
-        rb.block_client_id = reply->integer;
-    if (rb.unblock_wanted)
-        unblock_wait(h);
-}
-
-static void on_block_reply(void *data, const redisReply *reply, const char *lost,
-                           enum redis_conn_loss loss)
-{
-    struct vm *h = data;
-    rb.blocking = 0;
-    rb.unblock_wanted = 0;
-    ev_timer_stop(h->loop, &rb.wait_timer);
-    resume_ticket(h, BLOCK_TICKET, reply, lost, loss);
-}
-
-static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    unblock_wait(w->data);
-}
-
-/* host.wait_notify(seconds, exact, key...) -> as host.command for BLPOP key... : a
- * list {key, token} when a token came, nil when the time passed or a stop signal
- * (or CONT, HUP) ended the wait, and at once when a stop or HUP signal came before
- * the call. seconds < 0 waits without a time limit. With exact (or fractional
- * seconds) the deadline is the host's own timer, exact to the millisecond, which
- * then ends the BLPOP with CLIENT UNBLOCK; otherwise it is the BLPOP's timeout,
- * which Redis applies only as exactly as its hz (100 ms by default). An
- * invalidation message (see host.subscribe_invalidations) ends it too, and one that
- * came since host.take_invalidated makes it return nil at once. Yields until then. */
-static int l_host_wait_notify(lua_State *L)
-{
-    struct vm *h = vm_of(L);
-    vm_check_wait(L);
-    double seconds = luaL_checknumber(L, 1);
-    int exact = lua_toboolean(L, 2);
-    luaL_checkstring(L, 3);
-    if (rb.blocking)
-        return luaL_error(L, "host.wait_notify: already waiting");
-    /* a change came in since the caller looked, or a stop or reload signal did (it
-     * would have ended the wait): no wait */
-    if (rb.invalidated || h->quit || h->reload) {
-        lua_pushboolean(L, 1);
-        lua_pushnil(L);
-        return 2;
-    }
-    const char *argv[REDIS_BINDING_MAX_ARGS];
-    size_t argvlen[REDIS_BINDING_MAX_ARGS];
-    int nkeys = lua_gettop(L) - 2;
-    if (nkeys + 2 > REDIS_BINDING_MAX_ARGS)
-        return luaL_error(L, "host.wait_notify: too many keys (%d)", nkeys);
-    argv[0] = "BLPOP";
-    argvlen[0] = 5;
-    command_args(L, 3, argv + 1, argvlen + 1);
-    if (seconds >= 0 && !exact)
-        exact = seconds >= 1 && seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
-    /* with the timer, Redis' own timeout only backs it up: a whole second past it */
-    char timeout[32];
-    int tn = snprintf(timeout, sizeof timeout, "%.0f",
-                      seconds < 0 ? 0. : exact < 0 ? seconds : ceil(seconds) + 1.);
-    argv[nkeys + 1] = timeout;
-    argvlen[nkeys + 1] = (size_t)tn;
-
-    struct redis_conn *c = rb.conns[REDIS_BINDING_BLOCK];
-    const char *id_argv[] = {"CLIENT", "ID"};
-    size_t id_argvlen[] = {6, 2};
-    char err[512];
-    rb.block_client_id = 0;
-    rb.unblock_wanted = 0;
-    if (redis_conn_command(c, 0, 2, id_argv, id_argvlen, on_block_client_id, h, err, sizeof err) ||
-        redis_conn_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
-        return unreachable(L, err);
-    rb.blocking = 1;
-    if (seconds >= 0 && exact > 0) {
-        ev_timer_init(&rb.wait_timer, on_wait_timer, seconds, 0.);
-        rb.wait_timer.data = h;
-        ev_timer_start(h->loop, &rb.wait_timer);
-    }
-    return vm_yield(L, BLOCK_TICKET);
-}
-
-static void on_invalidation(void *data)
-{
-    struct vm *h = data;
-    rb.invalidated = 1;
-    unblock_wait(h);
-}
-
-static void on_subscription_lost(void *data)
-{
-    (void)data;
-}
-
-/* host.subscribe_invalidations() -> true, client id | false, message, kind ("reply"
- * when Redis refused a step, "connection" when it could not be reached).
- * Subscribes a connection of its own to __redis__:invalidate (blocking, at most a
- * second per step), where CLIENT TRACKING ... REDIRECT <client id> sends its
- * messages: each ends a host.wait_notify, or the next one, and sets the flag
- * host.take_invalidated reads. An earlier subscription is closed first. */
-static int l_host_subscribe_invalidations(lua_State *L)
-{
-    struct vm *h = vm_of(L);
-    char err[600];
-    long long id = 0;
-    int refused;
-    redis_sub_close(rb.sub);
-    rb.sub = redis_sub_open(h->loop, &h->config.queue, "__redis__:invalidate", 1.0,
-                            on_invalidation, on_subscription_lost, h, &id, &refused, err,
-                            sizeof err);
-    if (!rb.sub) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        lua_pushstring(L, refused ? "reply" : "connection");
-        return 3;
-    }
-    lua_pushboolean(L, 1);
-    lua_pushnumber(L, (lua_Number)id);
-    return 2;
-}
-
-/* host.subscribed() -> whether the subscription of host.subscribe_invalidations
- * still holds. */
-static int l_host_subscribed(lua_State *L)
-{
-    lua_pushboolean(L, redis_sub_alive(rb.sub));
-    return 1;
-}
-
-/* host.take_invalidated() -> whether an invalidation message came since the last
- * call; clears the flag. */
-static int l_host_take_invalidated(lua_State *L)
-{
-    lua_pushboolean(L, rb.invalidated);
-    rb.invalidated = 0;
-    return 1;
-}
-
-
 static const luaL_Reg functions[] = {
     {"command", l_host_command},
     {"script", l_host_script},
@@ -631,27 +446,12 @@ static const luaL_Reg functions[] = {
     {"collect", l_host_collect},
     {"connects", l_host_connects},
     {"describe", l_host_describe},
-    {"wait_notify", l_host_wait_notify},
-    {"subscribe_invalidations", l_host_subscribe_invalidations},
-    {"subscribed", l_host_subscribed},
-    {"take_invalidated", l_host_take_invalidated},
     {NULL, NULL},
 };
 
-/* After a signal: ends the host.wait_notify under way (which then returns nil). */
-static void wake(struct vm *h)
-{
-    if (rb.blocking)
-        unblock_wait(h);
-}
-
 static void close_binding(void *data)
 {
-    struct vm *h = data;
-    if (h->loop)
-        ev_timer_stop(h->loop, &rb.wait_timer);
-    redis_sub_close(rb.sub);
-    rb.sub = NULL;
+    (void)data;
     for (int i = 0; i < REDIS_BINDING_CONNS; i++) {
         redis_conn_free(rb.conns[i]);
         rb.conns[i] = NULL;
@@ -664,7 +464,7 @@ int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t 
     rb.vm = h;
     rb.scripts = *scripts;
     memset(scripts, 0, sizeof *scripts);
-    vm_on_close(h, close_binding, h);
+    vm_on_close(h, close_binding, NULL);
     const struct redis_settings *settings[REDIS_BINDING_CONNS] = {&h->config.queue,
                                                                   &h->config.cache,
                                                                   &h->config.queue};
@@ -677,7 +477,6 @@ int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t 
         }
     }
     vm_add_functions(h, functions);
-    vm_on_wake(h, wake);
     return 0;
 }
 

@@ -2,15 +2,15 @@
  * connections ("queue", "cache", "block", all made here from the configuration):
  * commands and script calls that wait for their reply, commands sent without
  * waiting (kept across a lost connection), script calls whose reply is collected
- * later (host.defer, host.collect), the idle wait on the notify lists (a BLPOP on
- * the block connection, ended early by a timer, a signal, or a change of the
- * delayed sets reported by the subscription of redis_sub). A failure comes back as
+ * later (host.defer, host.collect); the idle wait is idle_wait's. A failure comes back as
  * (false, message, kind): kind "reply" for an error reply, "connection" when the
  * connection ended after the command may have reached Redis, "unreachable" when
  * Redis never got it, "memory" when the reply does not fit under --memory-limit.
- * Uses vm, redis_conn, redis_sub and scripts. */
+ * Uses vm, redis_conn and scripts. */
 #ifndef LUAWORKER_REDIS_REDIS_BINDING_H
 #define LUAWORKER_REDIS_REDIS_BINDING_H
+
+#include <lua.h>
 
 #include "redis/redis_conn.h"
 #include "redis/scripts.h"
@@ -33,5 +33,19 @@ int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t 
 
 /* The connection which (REDIS_BINDING_QUEUE...), for the other bindings. */
 struct redis_conn *redis_binding_conn(int which);
+
+/* Resumes h's main coroutine with ticket and (true, reply) or (false, message,
+ * kind) for a reply (NULL: the command was lost, see redis_conn). */
+void redis_binding_resume(struct vm *h, double ticket, const redisReply *reply,
+                          const char *lost, enum redis_conn_loss loss);
+
+/* Collects the values from index first to the top as strings (numbers converted)
+ * into argv/argvlen (at least REDIS_BINDING_MAX_ARGS long). Returns their count;
+ * raises when there are too many or one is not a string or number. */
+int redis_binding_args(lua_State *L, int first, const char **argv, size_t *argvlen);
+
+/* Pushes (false, message, "unreachable") for a command that could not be queued;
+ * returns 3. */
+int redis_binding_unreachable(lua_State *L, const char *message);
 
 #endif

@@ -1,4 +1,4 @@
--- luaworker.call_queued_handler: what Laravel's CallQueuedHandler does around a
+-- luaworker.worker.call_queued_handler: what Laravel's CallQueuedHandler does around a
 -- handler: the command it gets (data.command unserialized, decrypted first for a
 -- ShouldBeEncrypted job), unique locks, the next job of a chain, and the delete of
 -- a job that neither deleted nor released itself. String jobs call their class's
@@ -6,14 +6,15 @@
 local cjson = require "cjson"
 local redis = require "luaworker.redis"
 local php = require "luaworker.php"
-local log_context = require "luaworker.log_context"
-local batch = require "luaworker.batch"
-local handlers = require "luaworker.handlers"
-local dispatch = require "luaworker.dispatch"
-local serialized_job = require "luaworker.serialized_job"
-local output = require "luaworker.output"
-local payload_values = require "luaworker.payload"
-local settings = require "luaworker.settings"
+local encrypter = require "luaworker.encrypter"
+local log_context = require "luaworker.queue.context"
+local batch = require "luaworker.bus.batch"
+local handlers = require "luaworker.worker.handlers"
+local dispatch = require "luaworker.queue.dispatch"
+local serialized_job = require "luaworker.queue.serialized_job"
+local output = require "luaworker.worker.output"
+local payload_values = require "luaworker.base.values"
+local settings = require "luaworker.base.settings"
 
 local value, truthy = payload_values.value, payload_values.truthy
 
@@ -26,7 +27,6 @@ local app_key  -- APP_KEY decoded, once
 -- plaintext is the serialized command serialized once more as a string. Returns
 -- the serialized command, or nil, message.
 local function decrypt_command(text)
-    local encrypter = require "luaworker.encrypter"
     local cipher = os.getenv("APP_CIPHER")
     if not app_key then
         local raw = os.getenv("APP_KEY")
@@ -145,11 +145,10 @@ end
 
 -- The ModelNotFoundException Eloquent raises for class and ids (one or a list).
 function M.model_not_found_exception(class, ids)
-    local luaworker = require "luaworker"
     if type(ids) ~= "table" then ids = ids == nil and {} or { ids } end
     local parts = {}
     for i, id in ipairs(ids) do parts[i] = tostring(value(id)) end
-    return luaworker.exception("Illuminate\\Database\\Eloquent\\ModelNotFoundException",
+    return payload_values.exception("Illuminate\\Database\\Eloquent\\ModelNotFoundException",
         "No query results for model [" .. tostring(class) .. "]"
             .. (#parts > 0 and (" " .. table.concat(parts, ", ")) or "."))
 end

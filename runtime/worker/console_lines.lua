@@ -1,4 +1,4 @@
--- luaworker.console_lines: the console lines of Laravel 9.21+'s queue:work (its
+-- luaworker.worker.console_lines: the console lines of Laravel 9.21+'s queue:work (its
 -- WorkCommand::writeOutput without --verbose), byte for byte, for the Laravel
 -- version luaworker speaks:
 --   9.41+      "  <time> <job> ........ RUNNING" when a job starts, then
@@ -15,8 +15,8 @@
 -- when it is too narrow; colours as Symfony writes them when stdout takes them.
 -- Also the 13.26 line of a paused or resumed queue and the start-up notice
 -- ("INFO  Processing jobs from the [default] queue.").
-local settings = require "luaworker.settings"
-local terminal = require "luaworker.terminal"
+local settings = require "luaworker.base.settings"
+local terminal = require "luaworker.worker.terminal"
 
 local M = {}
 

@@ -1,4 +1,4 @@
--- luaworker.handler_env: the globals handlers see (their files, init.lua and the Lua
+-- luaworker.worker.handler_env: the globals handlers see (their files, init.lua and the Lua
 -- modules any of them requires), so that what a handler changes cannot break the
 -- worker that runs it:
 --   - the standard library tables (string, table, math, os, io, coroutine, debug,
@@ -12,7 +12,7 @@
 --   - print writes each line at once, on stderr with --json (output.print).
 -- It guards against mistakes; it is not a sandbox. Handlers are trusted code:
 -- rawset, setfenv, getmetatable(""), debug and the FFI reach everything.
-local output = require "luaworker.output"
+local output = require "luaworker.worker.output"
 
 local M = {}
 

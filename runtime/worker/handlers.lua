@@ -1,4 +1,4 @@
--- luaworker.handlers: finds and loads the Lua handler of a job. displayName
+-- luaworker.worker.handlers: finds and loads the Lua handler of a job. displayName
 -- App\Jobs\ProcessPodcast -> <dir>/App/Jobs/ProcessPodcast.lua, else the payload's
 -- data.commandName; a string job ("job": "Class@method") uses the class and calls
 -- method (Laravel's default: fire). A handler file returns a table with
@@ -7,10 +7,10 @@
 -- serialized objects do not show (properties, defaults, serializes_models:
 -- serialized_job.declaration). Each file runs at most once (see load_file),
 -- seeing the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
-local payload_values = require "luaworker.payload"
-local serialized_job = require "luaworker.serialized_job"
-local handler_env = require "luaworker.handler_env"
-local output = require "luaworker.output"
+local payload_values = require "luaworker.base.values"
+local serialized_job = require "luaworker.queue.serialized_job"
+local handler_env = require "luaworker.worker.handler_env"
+local output = require "luaworker.worker.output"
 local host = require "luaworker.host"
 
 local M = {}

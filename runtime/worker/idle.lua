@@ -1,4 +1,4 @@
--- luaworker.idle: the wait of a worker that found no job, in place of queue:work's
+-- luaworker.worker.idle: the wait of a worker that found no job, in place of queue:work's
 -- sleep and block_for: a BLPOP on the notify lists of the queues (a push wakes it at
 -- once), ended by the host's timer when the next delayed job is due or reservation
 -- expires (moved within milliseconds of its second), by a change of a delayed set,
@@ -7,9 +7,9 @@
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
-local output = require "luaworker.output"
-local reservations = require "luaworker.reservations"
-local settings = require "luaworker.settings"
+local output = require "luaworker.worker.output"
+local reservations = require "luaworker.worker.reservations"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 

@@ -1,4 +1,4 @@
--- luaworker.in_flight: the jobs a worker process runs at once (--concurrency), each
+-- luaworker.worker.in_flight: the jobs a worker process runs at once (--concurrency), each
 -- in a task of its own (luaworker.task): while one waits (Redis, a sleep), the
 -- others run.
 --
@@ -12,11 +12,11 @@
 -- count the time Redis outages held up the process's commands (redis.held_time).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
-local task = require "luaworker.task"
-local output = require "luaworker.output"
-local process = require "luaworker.process"
-local reservations = require "luaworker.reservations"
-local settings = require "luaworker.settings"
+local task = require "luaworker.loop.task"
+local output = require "luaworker.worker.output"
+local process = require "luaworker.worker.process"
+local reservations = require "luaworker.worker.reservations"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 

@@ -1,17 +1,19 @@
--- luaworker.job: a job popped from a Redis queue, as Laravel's RedisJob: the payload
+-- luaworker.worker.job: a job popped from a Redis queue, as Laravel's RedisJob: the payload
 -- as popped (raw body) and the reserved copy that delete/release/fail must use.
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
-local payload_values = require "luaworker.payload"
-local settings = require "luaworker.settings"
-local failing = require "luaworker.failing"
-local log_context = require "luaworker.log_context"
+local payload_values = require "luaworker.base.values"
+local settings = require "luaworker.base.settings"
+local failing = require "luaworker.worker.fail"
+local log_context = require "luaworker.queue.context"
+local batch = require "luaworker.bus.batch"
+local call_queued_handler = require "luaworker.worker.call_queued_handler"
 
 local value = payload_values.value
 
 local Job = {}
 Job.__index = Job
-Job.__name = "luaworker.job"
+Job.__name = "luaworker.worker.job"
 
 local M = {}
 
@@ -79,9 +81,9 @@ end
 -- cancelled, finished, allows_failures, options}, read from the app's job_batches
 -- table; nil when the job has no batch or the batch no row.
 function Job:batch()
-    local command = require("luaworker.call_queued_handler").command_of(self)
-    local id = require("luaworker.batch").id_of(command)
-    return id and require("luaworker.batch").find(id) or nil
+    local command = call_queued_handler.command_of(self)
+    local id = batch.id_of(command)
+    return id and batch.find(id) or nil
 end
 
 -- Laravel 11+'s Context as the payload brought it (luaworker.log_context), with
@@ -154,7 +156,7 @@ function Job:model_not_found(class, ids)
     if type(class) ~= "string" or class == "" then
         error("job:model_not_found(class, ids): expected the model's class name, got " .. tostring(class), 2)
     end
-    require("luaworker.call_queued_handler").handle_model_not_found(self, class, ids)
+    call_queued_handler.handle_model_not_found(self, class, ids)
 end
 
 -- Marks the job failed without side effects (the worker's fail does the rest).

@@ -1,4 +1,4 @@
--- luaworker.output: what the worker prints. Job lines on stdout as the queue:work
+-- luaworker.worker.output: what the worker prints. Job lines on stdout as the queue:work
 -- of the Laravel version luaworker speaks prints them: Laravel 8.83's
 -- ("[Y-m-d H:i:s][<payload id>] Processing: <name>") up to 9.20, the two-column
 -- lines of 9.21+ after (luaworker.console_lines); or with --json one object per
@@ -6,7 +6,8 @@
 -- stderr.
 local cjson = require "cjson"
 local host = require "luaworker.host"
-local console_lines = require "luaworker.console_lines"
+local console_lines = require "luaworker.worker.console_lines"
+local log = require "luaworker.base.log"
 
 local M = {}
 
@@ -59,16 +60,8 @@ local JOB_KEYS = { "level", "id", "uuid", "connection", "queue", "job", "status"
     "attempts", "exception", "message", "timestamp", "duration" }
 local QUEUE_KEYS = { "level", "queue", "status", "timestamp" }
 
--- s (any value) with its control characters as \xNN (C0 and DEL; C1 as \u00NN):
--- payload values (displayName, id, uuid) cannot split or forge a log line, nor
--- send an escape sequence to the operator's terminal.
-function M.text(s)
-    s = tostring(s)
-    if not s:find("[%z\1-\31\127\194]") then return s end
-    s = s:gsub("[%z\1-\31\127]", function(c) return string.format("\\x%02x", c:byte()) end)
-    s = s:gsub("\194([\128-\159])", function(c) return string.format("\\u%04x", c:byte()) end)
-    return s
-end
+-- s as a log line takes it (luaworker.base.log).
+M.text = log.text
 
 -- print() for handlers: a line, written at once (a worker killed for a timeout
 -- loses none of it), on stdout, or on stderr with --json (stdout holds only the
@@ -162,13 +155,7 @@ function M.worker_starting(queues)
     if notice then write(notice) end
 end
 
--- An error or notice for the operator, on stderr. job may be nil. Each line (like
--- each job line) is one write, so the lines of worker processes sharing the stream
--- do not tear into each other.
-function M.error(message, job)
-    local where = job and ("[" .. M.text(job:id()) .. "] ") or " "
-    io.stderr:write("[" .. now_text() .. "]" .. where .. message .. "\n")
-    io.stderr:flush()
-end
+-- An error or notice for the operator, on stderr (luaworker.base.log).
+M.error = log.error
 
 return M

@@ -1,18 +1,18 @@
--- luaworker.process: Laravel's Worker::process for one job: the "already exceeds"
+-- luaworker.worker.process: Laravel's Worker::process for one job: the "already exceeds"
 -- check, the handler (through call_queued_handler), and on an error
 -- handleJobException: the maxTries / retryUntil / maxExceptions rules, then the
 -- release with the backoff. And the timeout rules for a job that ran past its
 -- timeout. Reference: laravel-queue-reference.md 8.5-8.10.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
-local task = require "luaworker.task"
-local events = require "luaworker.events"
-local output = require "luaworker.output"
-local failing = require "luaworker.failing"
-local call_queued_handler = require "luaworker.call_queued_handler"
-local reservations = require "luaworker.reservations"
-local settings = require "luaworker.settings"
-local luaworker = require "luaworker"
+local task = require "luaworker.loop.task"
+local events = require "luaworker.base.events"
+local output = require "luaworker.worker.output"
+local failing = require "luaworker.worker.fail"
+local call_queued_handler = require "luaworker.worker.call_queued_handler"
+local reservations = require "luaworker.worker.reservations"
+local settings = require "luaworker.base.settings"
+local values = require "luaworker.base.values"
 
 local M = {}
 
@@ -133,7 +133,7 @@ end
 function M.process(job)
     local started = host.clock()
     if job.undecodable then
-        failing.fail(job, luaworker.exception("JsonException",
+        failing.fail(job, values.exception("JsonException",
             "payload cannot be decoded: " .. job.undecodable), "")
         return
     end

@@ -1,4 +1,4 @@
--- luaworker.reservations: taking jobs (Laravel's Worker::getNextJob), and the jobs a
+-- luaworker.worker.reservations: taking jobs (Laravel's Worker::getNextJob), and the jobs a
 -- worker process holds, accounted for in Redis so that whatever dies, each job is
 -- run to its end under Laravel's rules or given back with no attempt charged.
 --
@@ -32,10 +32,11 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
-local events = require "luaworker.events"
-local output = require "luaworker.output"
-local jobs = require "luaworker.job"
-local settings = require "luaworker.settings"
+local events = require "luaworker.base.events"
+local output = require "luaworker.worker.output"
+local jobs = require "luaworker.worker.job"
+local settings = require "luaworker.base.settings"
+local failed_jobs = require "luaworker.queue.failed_jobs"
 
 local decode = cjson.new().decode
 
@@ -139,7 +140,7 @@ end
 -- Logs a payload the pop moved to luaworker's Redis failed store (scripts/pop.lua),
 -- saying how to see it when the app's failed jobs are kept elsewhere.
 local function report_unusable(q, problem, record_id)
-    local store = require("luaworker.failed_jobs").settings().driver
+    local store = failed_jobs.settings().driver
     output.error(string.format("queue %s: %s; kept as failed job %s (see %sluaworker failed)",
         q, problem, record_id, store == "luaworker-redis" and "" or "QUEUE_FAILED_DRIVER=luaworker-redis "))
 end

@@ -1,4 +1,4 @@
--- luaworker.terminal: the terminal as Laravel's console sees it (Symfony Console 7.2,
+-- luaworker.worker.terminal: the terminal as Laravel's console sees it (Symfony Console 7.2,
 -- Laravel 12's), for the console lines that depend on it: its width (Terminal::
 -- getWidth), whether `stty` answers (Terminal::hasSttyAvailable) and whether stdout
 -- takes colours (StreamOutput::hasColorSupport). Each is found once, when first

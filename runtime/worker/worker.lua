@@ -7,17 +7,18 @@
 -- Reference: laravel-queue-reference.md 8.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
-local task = require "luaworker.task"
-local events = require "luaworker.events"
-local handlers = require "luaworker.handlers"
-local handler_env = require "luaworker.handler_env"
-local output = require "luaworker.output"
-local process = require "luaworker.process"
-local in_flight = require "luaworker.in_flight"
-local reservations = require "luaworker.reservations"
-local idle = require "luaworker.idle"
-local settings = require "luaworker.settings"
-local luaworker = require "luaworker"
+local task = require "luaworker.loop.task"
+local db = require "luaworker.db"
+local failed_jobs = require "luaworker.queue.failed_jobs"
+local events = require "luaworker.base.events"
+local handlers = require "luaworker.worker.handlers"
+local handler_env = require "luaworker.worker.handler_env"
+local output = require "luaworker.worker.output"
+local process = require "luaworker.worker.process"
+local in_flight = require "luaworker.worker.in_flight"
+local reservations = require "luaworker.worker.reservations"
+local idle = require "luaworker.worker.idle"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
@@ -206,7 +207,6 @@ local function prepare(cli, cfg)
     -- checked by cli_parse (config/cli.c) in the process the user started
     options.concurrency = options.concurrency or tonumber(os.getenv("LUAWORKER_CONCURRENCY")) or 1
     in_flight.configure(options.concurrency)
-    luaworker.connection_name = settings.connection_name
     local app = settings.app_dir()
     if app then down_file = app .. "/storage/framework/down" end
     handlers.set_dir(options.handlers)
@@ -242,12 +242,12 @@ function M.run(cli, cfg)
     -- the database pools' size; the failed-job store's settings (its driver's name
     -- was checked by main.c), and whether it can record a failed job: not for a
     -- lasting reason is bad input
-    local sized, size_err = pcall(require("luaworker.db").pool_size)
+    local sized, size_err = pcall(db.pool_size)
     if not sized then
         output.error("cannot start: " .. tostring(size_err))
         return 2
     end
-    local checked, usable, why = pcall(require("luaworker.failed_jobs").check)
+    local checked, usable, why = pcall(failed_jobs.check)
     if not checked or not usable then
         output.error("cannot start: " .. tostring(checked and why or usable))
         return 2

@@ -1,4 +1,4 @@
--- luaworker.log_context: Laravel 11+'s Context as payloads carry it. When a job is
+-- luaworker.queue.context: Laravel 11+'s Context as payloads carry it. When a job is
 -- pushed, ContextServiceProvider's payload hook adds the dispatching process's
 -- context as "illuminate:log:context": {"data": {key: serialize(value)}, "hidden":
 -- {...}} (the key is left out when both are empty; an empty part is PHP's `[]`);

@@ -1,4 +1,4 @@
--- luaworker.failing: failing a job for good, as Laravel's Job::fail does: the
+-- luaworker.worker.fail: failing a job for good, as Laravel's Job::fail does: the
 -- failed record written and the reservation removed (luaworker.failed_jobs: in one
 -- step in Redis, the record first in the app's database), the unique lock
 -- released, the failure counted in its batch, then the handler's failed() and the
@@ -6,15 +6,15 @@
 -- as the worker reports them.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
-local failed_jobs = require "luaworker.failed_jobs"
-local batch = require "luaworker.batch"
-local task = require "luaworker.task"
-local events = require "luaworker.events"
-local handlers = require "luaworker.handlers"
-local output = require "luaworker.output"
-local call_queued_handler = require "luaworker.call_queued_handler"
-local settings = require "luaworker.settings"
-local luaworker = require "luaworker"
+local failed_jobs = require "luaworker.queue.failed_jobs"
+local batch = require "luaworker.bus.batch"
+local task = require "luaworker.loop.task"
+local events = require "luaworker.base.events"
+local handlers = require "luaworker.worker.handlers"
+local output = require "luaworker.worker.output"
+local call_queued_handler = require "luaworker.worker.call_queued_handler"
+local settings = require "luaworker.base.settings"
+local values = require "luaworker.base.values"
 
 local M = {}
 
@@ -24,7 +24,7 @@ M.MAX_ATTEMPTS_EXCEPTION = "Illuminate\\Queue\\MaxAttemptsExceededException"
 -- failed-job record (message and traceback).
 function M.exception_info(err, trace)
     local class, message
-    if luaworker.is_exception(err) then
+    if values.is_exception(err) then
         class, message = err.class, err.message
     elseif redis.is_error(err) then
         class, message = "RedisError", err.message
@@ -48,10 +48,10 @@ M.TIMEOUT_EXCEEDED_EXCEPTION = "Illuminate\\Queue\\TimeoutExceededException"
 -- words it (10.10 dropped "or run too long...", which timeouts got their own for).
 function M.max_attempts_exception(job)
     if settings.laravel_at_least(10, 10) then
-        return luaworker.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
+        return values.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
             .. " has been attempted too many times.")
     end
-    return luaworker.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
+    return values.exception(M.MAX_ATTEMPTS_EXCEPTION, tostring(job:name())
         .. " has been attempted too many times or run too long. The job may have previously timed out.")
 end
 
@@ -59,7 +59,7 @@ end
 -- (a MaxAttemptsExceededException), before it the max-attempts one.
 function M.timeout_exception(job)
     if settings.laravel_at_least(10, 10) then
-        return luaworker.exception(M.TIMEOUT_EXCEEDED_EXCEPTION, tostring(job:name()) .. " has timed out.")
+        return values.exception(M.TIMEOUT_EXCEEDED_EXCEPTION, tostring(job:name()) .. " has timed out.")
     end
     return M.max_attempts_exception(job)
 end
@@ -70,7 +70,7 @@ function M.fail(job, err, trace)
     job:mark_as_failed()
     if job:is_deleted() then return end
     if err == nil then
-        err = luaworker.exception("Illuminate\\Queue\\ManuallyFailedException",
+        err = values.exception("Illuminate\\Queue\\ManuallyFailedException",
             "This job was manually failed.")
     end
     local exc = M.exception_info(err, trace or debug.traceback("job:fail() called", 2))

@@ -1,9 +1,9 @@
--- luaworker.events: the worker's event listeners (Laravel's queue worker events,
+-- luaworker.base.events: the worker's event listeners (Laravel's queue worker events,
 -- in snake_case), registered from handlers' init.lua through require "luaworker",
 -- and fired by the worker with the job they concern.
-local settings = require "luaworker.settings"
-local task = require "luaworker.task"
-local output = require "luaworker.output"
+local settings = require "luaworker.base.settings"
+local task = require "luaworker.loop.task"
+local output = require "luaworker.base.log"
 
 local M = {}
 

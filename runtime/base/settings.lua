@@ -1,5 +1,7 @@
--- luaworker.settings: the worker's options and configuration, filled once by
+-- luaworker.base.settings: the worker's options and configuration, filled once by
 -- luaworker.worker when it starts and read by the worker's other modules.
+local host = require "luaworker.host"
+
 local M = {
     options = {},             -- `luaworker work`'s options (runtime/config/cli.c), plus
                               -- queue_list (the queues, as given) and effective_backoff
@@ -13,7 +15,7 @@ local M = {
 -- Whether a wait for an outside service should give up: the worker is stopping (a
 -- stop signal, a reload, or any reason to stop), so what waits is left for later.
 function M.giving_up()
-    local quit, _, reload = require("luaworker.host").signals()
+    local quit, _, reload = host.signals()
     return M.stopping or quit or reload
 end
 

@@ -1,4 +1,4 @@
--- luaworker.php_json: JSON text read as PHP's json_decode($text, true) reads it, as
+-- luaworker.php.json: JSON text read as PHP's json_decode($text, true) reads it, as
 -- PHP serialize() text, so that luaworker.php.unserialize makes values keeping what
 -- json_decode keeps: key order; integers exact to 64 bits (past them a float, as in
 -- PHP); 1.0 a float; objects as arrays, a key such as "7" as the integer 7; the last

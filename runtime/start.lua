@@ -1,11 +1,13 @@
--- luaworker.main: the entry point the host runs in the main coroutine:
--- run(cli, config) dispatches to the command, in a task (luaworker.task), and
--- returns the exit status.
+-- luaworker.start: the entry point the host runs in the main coroutine:
+-- run(cli, config) dispatches to the command, in a task (luaworker.loop.task), and
+-- returns the exit status. The worker and the commands are loaded when asked for
+-- (a command does not load the worker), which is why they are required where run.
 local queue = require "luaworker.queue"
 local redis = require "luaworker.redis"
-local task = require "luaworker.task"
+local task = require "luaworker.loop.task"
 local host = require "luaworker.host"
 local luaworker = require "luaworker"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
@@ -45,12 +47,12 @@ end
 local function run(cli, config)
     queue.set_prefix(config.prefix)
     luaworker.prefix = config.prefix
-    luaworker.connection_name = config.connection_name
     luaworker.default_queue = config.default_queue
     local command = cli.command
-    -- what every command's modules may read (luaworker.db: --env-file; the version)
-    local settings = require "luaworker.settings"
+    -- what every command's modules may read (luaworker.db: --env-file; the version;
+    -- the connection's name, which `work`'s argument may change)
     settings.options, settings.config = cli.options, config
+    settings.connection_name = config.connection_name
     if command == "lua" then return run_lua(cli) end
     if command == "work" then
         forbid_global_writes()

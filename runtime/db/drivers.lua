@@ -1,4 +1,4 @@
--- luaworker.db_drivers: the database drivers under luaworker.db (pgsql, mysql and
+-- luaworker.db.drivers: the database drivers under luaworker.db (pgsql, mysql and
 -- mariadb, sqlite), their settings as the app's config/database.php reads them,
 -- bindings as Laravel and PDO send them, and errors worded as PDO's (raised as
 -- driver errors, M.fail, which luaworker.db makes Laravel's QueryException).
@@ -27,7 +27,9 @@ local php = require "luaworker.php"
 
 local M = {}
 
-local sqlstates = require "luaworker.sqlstates"
+local sqlstates = require "luaworker.db.sqlstates"
+local settings = require "luaworker.base.settings"
+local values = require "luaworker.base.values"
 
 local function env(name, default)
     local v = os.getenv(name)
@@ -158,7 +160,7 @@ local TWO_53 = 2 ^ 53
 -- a boolean's 1/0 where the driver binds integers, a number for an integer, a
 -- string otherwise.
 local function binding(v, i)
-    if v == nil or v == require("luaworker").null then return nil end
+    if v == nil or v == values.null then return nil end
     local t = type(v)
     if t == "string" then return v end
     if t == "boolean" then return v and 1 or 0 end
@@ -284,7 +286,7 @@ drivers.mysql = {
         return conn
     end,
     alive = function(conn) return host.mysql_alive(conn) end,
-    in_transaction = host.mysql_in_transaction and function(conn) return host.mysql_in_transaction(conn) end,
+    in_transaction = function(conn) return host.mysql_in_transaction(conn) end,
     close = function(conn) host.mysql_close(conn) end,
     id = function(conn) return host.mysql_thread_id(conn) end,
     ending = function(id) return string.format("KILL %d", id) end,
@@ -321,7 +323,7 @@ drivers.sqlite = {
         local u = database_url()
         local path = u and u.database and "/" .. u.database or env("DB_DATABASE")
         if not path then
-            local app = require("luaworker.settings").app_dir()
+            local app = settings.app_dir()
             if app then path = app .. "/database/database.sqlite" end
         end
         if not path then

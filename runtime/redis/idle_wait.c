@@ -1,0 +1,230 @@
+#include "redis/idle_wait.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include <lauxlib.h>
+
+#include "loop/vm.h"
+#include "redis/redis_binding.h"
+#include "redis/redis_conn.h"
+#include "redis/redis_sub.h"
+
+/* The ticket of host.wait_notify's wait, one at a time (below
+ * VM_FIRST_WAITER_TICKET; redis_binding has 2). */
+enum { BLOCK_TICKET = 1 };
+
+/* The wait's state (one vm a process). */
+static struct {
+    ev_timer wait_timer;            /* ends the BLPOP at its deadline */
+    int blocking;                   /* a BLPOP is in flight */
+    int unblock_wanted;             /* end it as soon as its client id is known */
+    long long block_client_id;      /* CLIENT ID of the block connection, 0 until known */
+    struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
+    int invalidated;                /* an invalidation came since host.take_invalidated */
+} iw;
+
+static void on_ignored_reply(void *data, const redisReply *reply, const char *lost,
+                             enum redis_conn_loss loss)
+{
+    (void)data;
+    (void)reply;
+    (void)lost;
+    (void)loss;
+}
+
+/* Ends the BLPOP of host.wait_notify (it replies nil) by a CLIENT UNBLOCK on the
+ * queue connection, which the waiting coroutine does not use meanwhile. */
+static void unblock_wait(struct vm *h)
+{
+    if (!iw.blocking || h->closing)
+        return;
+    if (iw.block_client_id <= 0) {
+        iw.unblock_wanted = 1;
+        return;
+    }
+    char id[32], err[256];
+    int n = snprintf(id, sizeof id, "%lld", iw.block_client_id);
+    const char *argv[] = {"CLIENT", "UNBLOCK", id};
+    size_t argvlen[] = {6, 7, (size_t)n};
+    iw.unblock_wanted = 0;
+    /* when this cannot be sent, the BLPOP's own timeout ends the wait */
+    redis_conn_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 3, argv, argvlen, on_ignored_reply, h, err,
+                       sizeof err);
+}
+
+static void on_block_client_id(void *data, const redisReply *reply, const char *lost,
+                               enum redis_conn_loss loss)
+{
+    (void)lost;
+    (void)loss;
+    struct vm *h = data;
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        iw.block_client_id = reply->integer;
+    if (iw.unblock_wanted)
+        unblock_wait(h);
+}
+
+static void on_block_reply(void *data, const redisReply *reply, const char *lost,
+                           enum redis_conn_loss loss)
+{
+    struct vm *h = data;
+    iw.blocking = 0;
+    iw.unblock_wanted = 0;
+    ev_timer_stop(h->loop, &iw.wait_timer);
+    redis_binding_resume(h, BLOCK_TICKET, reply, lost, loss);
+}
+
+static void on_wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    unblock_wait(w->data);
+}
+
+/* host.wait_notify(seconds, exact, key...) -> as host.command for BLPOP key... : a
+ * list {key, token} when a token came, nil when the time passed or a stop signal
+ * (or CONT, HUP) ended the wait, and at once when a stop or HUP signal came before
+ * the call. seconds < 0 waits without a time limit. With exact (or fractional
+ * seconds) the deadline is the host's own timer, exact to the millisecond, which
+ * then ends the BLPOP with CLIENT UNBLOCK; otherwise it is the BLPOP's timeout,
+ * which Redis applies only as exactly as its hz (100 ms by default). An
+ * invalidation message (see host.subscribe_invalidations) ends it too, and one that
+ * came since host.take_invalidated makes it return nil at once. Yields until then. */
+static int l_host_wait_notify(lua_State *L)
+{
+    struct vm *h = vm_of(L);
+    vm_check_wait(L);
+    double seconds = luaL_checknumber(L, 1);
+    int exact = lua_toboolean(L, 2);
+    luaL_checkstring(L, 3);
+    if (iw.blocking)
+        return luaL_error(L, "host.wait_notify: already waiting");
+    /* a change came in since the caller looked, or a stop or reload signal did (it
+     * would have ended the wait): no wait */
+    if (iw.invalidated || h->quit || h->reload) {
+        lua_pushboolean(L, 1);
+        lua_pushnil(L);
+        return 2;
+    }
+    const char *argv[REDIS_BINDING_MAX_ARGS];
+    size_t argvlen[REDIS_BINDING_MAX_ARGS];
+    int nkeys = lua_gettop(L) - 2;
+    if (nkeys + 2 > REDIS_BINDING_MAX_ARGS)
+        return luaL_error(L, "host.wait_notify: too many keys (%d)", nkeys);
+    argv[0] = "BLPOP";
+    argvlen[0] = 5;
+    redis_binding_args(L, 3, argv + 1, argvlen + 1);
+    if (seconds >= 0 && !exact)
+        exact = seconds >= 1 && seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
+    /* with the timer, Redis' own timeout only backs it up: a whole second past it */
+    char timeout[32];
+    int tn = snprintf(timeout, sizeof timeout, "%.0f",
+                      seconds < 0 ? 0. : exact < 0 ? seconds : ceil(seconds) + 1.);
+    argv[nkeys + 1] = timeout;
+    argvlen[nkeys + 1] = (size_t)tn;
+
+    struct redis_conn *c = redis_binding_conn(REDIS_BINDING_BLOCK);
+    const char *id_argv[] = {"CLIENT", "ID"};
+    size_t id_argvlen[] = {6, 2};
+    char err[512];
+    iw.block_client_id = 0;
+    iw.unblock_wanted = 0;
+    if (redis_conn_command(c, 0, 2, id_argv, id_argvlen, on_block_client_id, h, err, sizeof err) ||
+        redis_conn_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
+        return redis_binding_unreachable(L, err);
+    iw.blocking = 1;
+    if (seconds >= 0 && exact > 0) {
+        ev_timer_init(&iw.wait_timer, on_wait_timer, seconds, 0.);
+        iw.wait_timer.data = h;
+        ev_timer_start(h->loop, &iw.wait_timer);
+    }
+    return vm_yield(L, BLOCK_TICKET);
+}
+
+static void on_invalidation(void *data)
+{
+    struct vm *h = data;
+    iw.invalidated = 1;
+    unblock_wait(h);
+}
+
+static void on_subscription_lost(void *data)
+{
+    (void)data;
+}
+
+/* host.subscribe_invalidations() -> true, client id | false, message, kind ("reply"
+ * when Redis refused a step, "connection" when it could not be reached).
+ * Subscribes a connection of its own to __redis__:invalidate (blocking, at most a
+ * second per step), where CLIENT TRACKING ... REDIRECT <client id> sends its
+ * messages: each ends a host.wait_notify, or the next one, and sets the flag
+ * host.take_invalidated reads. An earlier subscription is closed first. */
+static int l_host_subscribe_invalidations(lua_State *L)
+{
+    struct vm *h = vm_of(L);
+    char err[600];
+    long long id = 0;
+    int refused;
+    redis_sub_close(iw.sub);
+    iw.sub = redis_sub_open(h->loop, &h->config.queue, "__redis__:invalidate", 1.0,
+                            on_invalidation, on_subscription_lost, h, &id, &refused, err,
+                            sizeof err);
+    if (!iw.sub) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err);
+        lua_pushstring(L, refused ? "reply" : "connection");
+        return 3;
+    }
+    lua_pushboolean(L, 1);
+    lua_pushnumber(L, (lua_Number)id);
+    return 2;
+}
+
+/* host.subscribed() -> whether the subscription of host.subscribe_invalidations
+ * still holds. */
+static int l_host_subscribed(lua_State *L)
+{
+    lua_pushboolean(L, redis_sub_alive(iw.sub));
+    return 1;
+}
+
+/* host.take_invalidated() -> whether an invalidation message came since the last
+ * call; clears the flag. */
+static int l_host_take_invalidated(lua_State *L)
+{
+    lua_pushboolean(L, iw.invalidated);
+    iw.invalidated = 0;
+    return 1;
+}
+
+static const luaL_Reg functions[] = {
+    {"wait_notify", l_host_wait_notify},
+    {"subscribe_invalidations", l_host_subscribe_invalidations},
+    {"subscribed", l_host_subscribed},
+    {"take_invalidated", l_host_take_invalidated},
+    {NULL, NULL},
+};
+
+/* After a signal: ends the host.wait_notify under way (which then returns nil). */
+static void wake(struct vm *h)
+{
+    if (iw.blocking)
+        unblock_wait(h);
+}
+
+static void close_wait(void *data)
+{
+    struct vm *h = data;
+    if (h->loop)
+        ev_timer_stop(h->loop, &iw.wait_timer);
+    redis_sub_close(iw.sub);
+    iw.sub = NULL;
+}
+
+void idle_wait_register(struct vm *h)
+{
+    vm_add_functions(h, functions);
+    vm_on_wake(h, wake);
+    vm_on_close(h, close_wait, h);
+}
