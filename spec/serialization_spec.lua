@@ -107,7 +107,8 @@ local function lua_runs(text, q, version)
     local r = H.run({ "work", "--once", "--queue=" .. q, "--laravel=" .. version,
         "--handlers=" .. handler_dir() })
     assert.are.equal(0, r.status, r.stderr)
-    assert.matches("Processed:", r.stdout, 1, true)
+    -- the job ran to its end: 8.83's "Processed:" line, or 9.41+'s "DONE"
+    assert.is_truthy(r.stdout:find("Processed:", 1, true) or r.stdout:find(" DONE\n", 1, true), r.stdout)
     H.r("DEL", (H.keys(q)) .. ":notify")
     return queued(q)
 end
