@@ -2,7 +2,7 @@
 -- handler: the command it gets (data.command unserialized, decrypted first for a
 -- ShouldBeEncrypted job), unique locks, the next job of a chain, and the delete of
 -- a job that neither deleted nor released itself. String jobs call their class's
--- method instead. Reference: laravel-queue-reference.md 6.5, 6.6, 6.8, 8.9.
+-- method instead. Laravel's source: Illuminate/Queue/CallQueuedHandler.php.
 local cjson = require "cjson"
 local redis = require "luaworker.redis"
 local php = require "luaworker.php"

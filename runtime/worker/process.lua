@@ -2,7 +2,7 @@
 -- check, the handler (through call_queued_handler), and on an error
 -- handleJobException: the maxTries / retryUntil / maxExceptions rules, then the
 -- release with the backoff. And the timeout rules for a job that ran past its
--- timeout. Reference: laravel-queue-reference.md 8.5-8.10.
+-- timeout. Laravel's source: Illuminate/Queue/Worker.php (process, handleJobException).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.loop.task"

@@ -4,7 +4,7 @@
 -- in_flight.lua's), waiting for one idle.lua's. The loop takes a job whenever
 -- fewer than --concurrency are in flight; stopping, it takes no new one and lets
 -- those in flight finish (within their timeouts), as queue:work finishes its one.
--- Reference: laravel-queue-reference.md 8.
+-- Laravel's source: Illuminate/Queue/Worker.php (daemon, stopIfNecessary).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.loop.task"
