@@ -28,8 +28,7 @@ static void cancel_wait(struct vm_waiter *w)
 {
     struct my_conn *c = w->data;
     c->w = NULL;
-    vm_waiter_unlink(w);
-    vm_waiter_give(w);
+    vm_waiter_drop(w);
     mysql_conn_close(c);
 }
 
@@ -39,7 +38,7 @@ static int wait_for(lua_State *L, struct my_conn *c, int st)
 {
     struct vm_waiter *w = vm_waiter_take(c->h);
     if (!w) {
-        mysql_conn_close(c);
+        mysql_conn_close(c);  /* its step under way has no one to end it */
         return luaL_error(L, "out of memory");
     }
     w->data = c;
@@ -190,25 +189,14 @@ static int mysql_gc(lua_State *L)
 {
     struct my_conn **p = luaL_checkudata(L, 1, MYSQL_META);
     if (*p) {
-        if ((*p)->w) {
-            /* collected while waited on: only at the state's close */
-            vm_waiter_unlink((*p)->w);
-            vm_waiter_give((*p)->w);
-        }
+        if ((*p)->w)
+            vm_waiter_drop((*p)->w);
         mysql_conn_close(*p);
         mysql_conn_forget_settings(*p);
         free(*p);
         *p = NULL;
     }
     return 0;
-}
-
-static void register_metatable(lua_State *L)
-{
-    luaL_newmetatable(L, MYSQL_META);
-    lua_pushcfunction(L, mysql_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
 }
 
 static const luaL_Reg functions[] = {
@@ -224,6 +212,6 @@ static const luaL_Reg functions[] = {
 
 void mysql_binding_register(struct vm *h)
 {
-    register_metatable(h->L);
+    vm_add_type(h, MYSQL_META, mysql_gc);
     vm_add_functions(h, functions);
 }

@@ -119,8 +119,7 @@ static void finish(struct my_conn *c, struct mysql_outcome *o)
         mysql_conn_forget_settings(c);
     if (w) {
         double ticket = w->ticket;
-        vm_waiter_unlink(w);
-        vm_waiter_give(w);
+        vm_waiter_drop(w);
         if (!h->closing && !h->finished)
             vm_resume_with(h, ticket, &outcome_pusher, o, 0);  /* c may be gone after it */
     }

@@ -173,8 +173,7 @@ static void finish_wait(struct pg_conn *c, const char *error)
     stop_io(c);
     if (w) {
         double ticket = w->ticket;
-        vm_waiter_unlink(w);
-        vm_waiter_give(w);
+        vm_waiter_drop(w);
         if (!h->closing && !h->finished)
             vm_resume_with(h, ticket, &outcome_pusher, &o, result_bytes(o.pq, o.result));
     }
@@ -257,20 +256,14 @@ static void cancel_wait(struct vm_waiter *w)
 {
     struct pg_conn *c = w->data;
     c->w = NULL;
-    vm_waiter_unlink(w);
-    vm_waiter_give(w);
+    vm_waiter_drop(w);
     close_conn(c);
 }
 
 /* Starts a wait of the calling task on c; yields. */
 static int wait_on(lua_State *L, struct pg_conn *c, int events)
 {
-    struct vm_waiter *w = vm_waiter_take(c->h);
-    if (!w)
-        return luaL_error(L, "out of memory");
-    w->data = c;
-    w->cancel = cancel_wait;
-    vm_waiter_link(w);
+    struct vm_waiter *w = vm_waiter_start(L, c->h, c, cancel_wait);
     c->w = w;
     watch(c, events);
     return vm_yield(L, w->ticket);
@@ -406,24 +399,13 @@ static int pg_gc(lua_State *L)
 {
     struct pg_conn **p = luaL_checkudata(L, 1, PG_META);
     if (*p) {
-        if ((*p)->w) {
-            /* collected while waited on: only at the state's close */
-            vm_waiter_unlink((*p)->w);
-            vm_waiter_give((*p)->w);
-        }
+        if ((*p)->w)
+            vm_waiter_drop((*p)->w);
         close_conn(*p);
         free(*p);
         *p = NULL;
     }
     return 0;
-}
-
-static void register_metatable(lua_State *L)
-{
-    luaL_newmetatable(L, PG_META);
-    lua_pushcfunction(L, pg_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
 }
 
 static const luaL_Reg functions[] = {
@@ -439,6 +421,6 @@ static const luaL_Reg functions[] = {
 
 void pg_binding_register(struct vm *h)
 {
-    register_metatable(h->L);
+    vm_add_type(h, PG_META, pg_gc);
     vm_add_functions(h, functions);
 }

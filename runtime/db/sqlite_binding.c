@@ -251,14 +251,6 @@ static int l_host_sqlite_close(lua_State *L)
     return 0;
 }
 
-static void register_metatable(lua_State *L)
-{
-    luaL_newmetatable(L, SQLITE_META);
-    lua_pushcfunction(L, l_host_sqlite_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pop(L, 1);
-}
-
 static const luaL_Reg functions[] = {
     {"sqlite_open", l_host_sqlite_open},
     {"sqlite_query", l_host_sqlite_query},
@@ -269,6 +261,6 @@ static const luaL_Reg functions[] = {
 
 void sqlite_binding_register(struct vm *h)
 {
-    register_metatable(h->L);
+    vm_add_type(h, SQLITE_META, l_host_sqlite_close);
     vm_add_functions(h, functions);
 }

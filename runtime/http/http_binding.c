@@ -47,8 +47,7 @@ static void on_done(void *data, const struct http_response *r)
     struct vm_waiter *w = data;
     struct vm *h = w->h;
     double ticket = w->ticket;
-    vm_waiter_unlink(w);
-    vm_waiter_give(w);
+    vm_waiter_drop(w);
     if (h->closing || h->finished)
         return;
     struct done_result d = { r };
@@ -58,8 +57,7 @@ static void on_done(void *data, const struct http_response *r)
 static void cancel_request(struct vm_waiter *w)
 {
     http_request_cancel(w->data);
-    vm_waiter_unlink(w);
-    vm_waiter_give(w);
+    vm_waiter_drop(w);
 }
 
 /* A string field of the options table at index 1, or def. */

@@ -86,6 +86,24 @@ void vm_waiter_unlink(struct vm_waiter *w)
     w->prev = w->next = NULL;
 }
 
+struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
+                                  void (*cancel)(struct vm_waiter *w))
+{
+    struct vm_waiter *w = vm_waiter_take(h);
+    if (!w)
+        luaL_error(L, "out of memory");
+    w->data = data;
+    w->cancel = cancel;
+    vm_waiter_link(w);
+    return w;
+}
+
+void vm_waiter_drop(struct vm_waiter *w)
+{
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
+}
+
 void vm_waiter_give(struct vm_waiter *w)
 {
     struct vm *h = w->h;
@@ -217,6 +235,14 @@ void vm_add_functions(struct vm *h, const luaL_Reg *fns)
     }
     if (h->nunits < VM_UNITS_MAX)
         h->units[h->nunits++] = fns;
+}
+
+void vm_add_type(struct vm *h, const char *name, lua_CFunction gc)
+{
+    luaL_newmetatable(h->L, name);
+    lua_pushcfunction(h->L, gc);
+    lua_setfield(h->L, -2, "__gc");
+    lua_pop(h->L, 1);
 }
 
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h))

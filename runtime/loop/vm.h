@@ -95,6 +95,10 @@ int vm_open(struct vm *h, const struct config *config, char *err, size_t errlen)
  * "luaworker.host" module, made at its first require. Before vm_run. */
 void vm_add_functions(struct vm *h, const luaL_Reg *fns);
 
+/* Makes the metatable name (for luaL_checkudata) of a binding's values, with gc as
+ * their __gc. */
+void vm_add_type(struct vm *h, const char *name, lua_CFunction gc);
+
 /* fn(h) is called after each signal that may end a wait (see vm.quit...). */
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h));
 
@@ -141,6 +145,14 @@ struct vm_waiter *vm_waiter_take(struct vm *h);
 
 /* Gives w back for reuse (its timer must be stopped); its ticket is free again. */
 void vm_waiter_give(struct vm_waiter *w);
+
+/* A waiter for a wait that can be cancelled: data and cancel set, linked into
+ * h->waits. Raises out of memory in L. */
+struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
+                                  void (*cancel)(struct vm_waiter *w));
+
+/* Takes w out of h->waits and gives it back (its wait ended, or was cancelled). */
+void vm_waiter_drop(struct vm_waiter *w);
 
 /* Adds w to h->waits (it can be cancelled: w->cancel is set), or takes it out. */
 void vm_waiter_link(struct vm_waiter *w);
