@@ -6,6 +6,17 @@ local cjson = require "cjson"
 
 local H = {}
 
+-- Each busted process its own sequence (spec/run runs two at once): the ports the
+-- specs pick for their servers must not collide.
+do
+    local f = io.open("/dev/urandom", "rb")
+    local b = f and f:read(4) or ""
+    if f then f:close() end
+    local seed = os.time()
+    for i = 1, #b do seed = seed * 256 + b:byte(i) end
+    math.randomseed(seed % 2147483647)
+end
+
 H.root = os.getenv("PWD")
 H.port = tonumber(os.getenv("LUAWORKER_SPEC_REDIS_PORT") or "")
 assert(H.port, "LUAWORKER_SPEC_REDIS_PORT is not set: run the specs with spec/run")
