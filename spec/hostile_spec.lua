@@ -167,7 +167,7 @@ describe("luaworker on a payload too large for its --memory-limit", function()
         H.push(big)
         for i = 1, 3 do H.push(H.payload({ id = "small" .. i, displayName = "App\\Jobs\\Record" })) end
         local handlers = H.handlers({ ["App/Jobs/Record.lua"] = H.RECORD_ID })
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--stop-when-empty",
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--memory=0", "--stop-when-empty",
             "--sleep=0.05", "--no-watch" })
         assert.are.equal(0, w:wait(30), w:stderr())
         assert.are.same({ "small1", "small2", "small3" }, H.r("LRANGE", "spec:ran", 0, -1))
@@ -190,7 +190,7 @@ describe("luaworker on a payload too large for its --memory-limit", function()
             H.push(H.payload({ id = "m" .. i, displayName = "App\\Jobs\\Record", pad = string.rep("p", 1048576) }))
         end
         local handlers = H.handlers({ ["App/Jobs/Record.lua"] = H.RECORD_ID })
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--stop-when-empty",
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=16", "--memory=0", "--stop-when-empty",
             "--sleep=0.05", "--no-watch" })
         assert.are.equal(0, w:wait(60), w:stderr())
         assert.are.equal(60, H.r("LLEN", "spec:ran"))

@@ -27,7 +27,13 @@ end
 -- An error value with a class, shown as "Class: message" (like a PHP exception).
 local Exception = {}
 Exception.__index = Exception
-Exception.__tostring = function(e) return e.class .. ": " .. e.message end
+-- "Class: message", or the class alone without a message (as PHP prints an
+-- exception with an empty one).
+Exception.__tostring = function(e)
+    local message = e.message
+    if message == nil or message == "" then return tostring(e.class) end
+    return tostring(e.class) .. ": " .. tostring(message)
+end
 
 function M.exception(class, message)
     return setmetatable({ class = class, message = message }, Exception)

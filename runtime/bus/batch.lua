@@ -151,7 +151,7 @@ end
 -- Batch::recordSuccessfulJob: after a job of the batch succeeded (not released, not
 -- failed): one pending job fewer, its id out of failed_job_ids (a retried job that
 -- succeeds), finished_at when none is pending.
-function M.record_successful_job(id, job_id, job)
+local function record_success(id, job_id, job)
     local counts, options = waiting_out_outages("update batch " .. id, job, update_atomic, id,
         function(pending, failed, ids)
             local kept = {}
@@ -171,7 +171,7 @@ end
 -- Batch::recordFailedJob: after a job of the batch failed for good: one failed job
 -- more, its id in failed_job_ids; the batch cancelled at the first failure unless
 -- it allows failures.
-function M.record_failed_job(id, job_id, job)
+local function record_failure(id, job_id, job)
     local counts, options = waiting_out_outages("update batch " .. id, job, update_atomic, id,
         function(pending, failed, ids)
             local list, seen = {}, false
@@ -192,6 +192,16 @@ function M.record_failed_job(id, job_id, job)
     end
     if counts.failed_jobs == 1 and non_empty(options.catch) then callbacks_left(id, "catch", job) end
     if all_ran_once(counts) and non_empty(options.finally) then callbacks_left(id, "finally", job) end
+end
+
+-- Both outside the job's own transactions: a job's outcome is counted whatever a
+-- transaction of its handler becomes.
+function M.record_successful_job(id, job_id, job)
+    return db_module.outside_transactions(record_success, id, job_id, job)
+end
+
+function M.record_failed_job(id, job_id, job)
+    return db_module.outside_transactions(record_failure, id, job_id, job)
 end
 
 return M

@@ -235,12 +235,78 @@ local function run_on(db, conn, sql, bindings, n)
     return rows, affected
 end
 
+-- Tasks with a transaction open: task -> how many (on every db), and what waits
+-- for the last to end (M.after_transactions).
+local open_count = setmetatable({}, { __mode = "k" })
+local after = setmetatable({}, { __mode = "k" })
+
+-- Whether the calling job has a transaction open (on any connection).
+function M.in_transaction()
+    local t = task.current() or false
+    return (open_count[t] or 0) > 0
+end
+
+-- Calls fn() once the calling job's transactions have all ended (committed or
+-- rolled back), or now when it has none open. A job stopped for its timeout inside
+-- one never calls it. fn's error is logged, never raised into the job.
+function M.after_transactions(fn)
+    local t = task.current() or false
+    if (open_count[t] or 0) == 0 then return fn() end
+    after[t] = after[t] or {}
+    table.insert(after[t], fn)
+end
+
+local function transaction_opened(t)
+    open_count[t] = (open_count[t] or 0) + 1
+end
+
+local function transaction_closed(t)
+    open_count[t] = (open_count[t] or 1) - 1
+    if open_count[t] > 0 then return end
+    open_count[t] = nil
+    local waiting = after[t]
+    after[t] = nil
+    for _, fn in ipairs(waiting or {}) do
+        local ok, err = pcall(fn)
+        if not ok then io.stderr:write("luaworker.db: after a transaction: ", tostring(err), "\n") end
+    end
+end
+
+local dbs = {}
+
+-- The transaction of the calling job on db (its connection and level), or nil.
+local function pin_of(db)
+    return db.pinned[task.current() or false]
+end
+
+-- Runs fn(...) with the calling job's open transactions set aside: its statements
+-- take connections of their own, committed as they run (a transaction it opens is
+-- its own). For the worker's records of the job (its batch's counts), which must not
+-- be undone with a transaction the job rolls back; on SQLite they stay in it.
+-- Returns fn's results; raises its error.
+function M.outside_transactions(fn, ...)
+    local t = task.current() or false
+    local aside = {}
+    for _, db in pairs(dbs) do
+        -- not SQLite's: the job's transaction holds the database's write lock, which
+        -- another connection of the same job would wait for without end
+        if db.pinned[t] and db.driver_name ~= "sqlite" then
+            aside[db] = db.pinned[t]
+            db.pinned[t] = nil
+        end
+    end
+    local results = { pcall(fn, ...) }
+    for db, pin in pairs(aside) do db.pinned[t] = pin end
+    if not results[1] then error(results[2], 0) end
+    return unpack(results, 2, table.maxn(results))
+end
+
 local function run(db, sql, bindings)
     if type(sql) ~= "string" then error("luaworker.db: expected SQL text, got " .. type(sql), 3) end
     bindings = bindings or {}
     local checked, n = pcall(drivers.check_bindings, sql, bindings)
     if not checked then raise(db, n, sql) end
-    local pin = db.pinned[task.current() or false]
+    local pin = pin_of(db)
     if pin then return run_on(db, pin.conn, sql, bindings, n) end
     for try = 1, 2 do
         local conn = take(db, sql)
@@ -285,7 +351,7 @@ end
 -- transaction inside it is a savepoint.
 function Db:transaction(fn)
     local t = task.current() or false
-    local pin = self.pinned[t]
+    local pin = pin_of(self)
     if pin then return savepoint(self, pin, fn) end
     local conn = take(self, self.driver.begin or "BEGIN")
     local hold = task.hold(function()
@@ -299,17 +365,17 @@ function Db:transaction(fn)
         error(err, 0)
     end
     self.pinned[t] = { conn = conn, level = 1 }
+    transaction_opened(t)
     local results = { pcall(fn, self) }
     self.pinned[t] = nil
     ok, err = pcall(control, self, conn, results[1] and "COMMIT" or "ROLLBACK")
     task.let_go(hold)
     give_back(self, conn)
+    transaction_closed(t)
     if not results[1] then error(results[2], 0) end
     if not ok then error(err, 0) end
     return unpack(results, 2, table.maxn(results))
 end
-
-local dbs = {}
 
 -- The db for the app's connection name (default DB_CONNECTION, else mysql, as
 -- Laravel's default).

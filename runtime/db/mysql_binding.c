@@ -90,6 +90,11 @@ static int l_host_mysql_open(lua_State *L)
     if (!c->mysql)
         return luaL_error(L, "out of memory");
     my->options(c->mysql, MYSQL_OPT_NONBLOCK, 0);
+    /* a server may ask for any file the worker can read (LOAD DATA LOCAL INFILE: a
+     * rogue server asks in answer to any statement): refused, as PDO and mysqlnd do
+     * by default (a NULL argument would turn it on) */
+    unsigned int local_infile = 0;
+    my->options(c->mysql, MYSQL_OPT_LOCAL_INFILE, &local_infile);
     if (c->settings[SETTING_CHARSET])
         my->options(c->mysql, MYSQL_SET_CHARSET_NAME, c->settings[SETTING_CHARSET]);
     if (c->settings[SETTING_INIT])

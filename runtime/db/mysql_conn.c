@@ -146,10 +146,24 @@ static void fail_statement(struct my_conn *c)
 static void advance(struct my_conn *c);
 
 /* Goes on after a _start or _cont returned st: waits for the socket, or advances. */
+/* Steps that end at once advance within the call that started them; past this
+ * many nested in one another (a CALL's results already read, thousands of them),
+ * the next one advances at the loop's next turn instead, so that the C stack does
+ * not grow with the count of results. */
+#define MAX_NESTED_STEPS 32
+
 void mysql_conn_proceed(struct my_conn *c, int st)
 {
+    static int nested;  /* steps advancing now, one within another */
     if (!st) {
-        advance(c);
+        if (nested >= MAX_NESTED_STEPS) {
+            c->ready = 1;
+            ev_feed_event(c->h->loop, &c->io, EV_CUSTOM);
+            return;
+        }
+        nested++;
+        advance(c);  /* c may be gone after it (its task resumed) */
+        nested--;
         return;
     }
     int events = (st & MYSQL_WAIT_READ ? EV_READ : 0) | (st & MYSQL_WAIT_WRITE ? EV_WRITE : 0);

@@ -39,6 +39,7 @@ struct pg_api {
     void (*clear)(PGresult *res);
     int (*backendPID)(const PGconn *conn);
     PGTransactionStatusType (*transactionStatus)(const PGconn *conn);
+    PQnoticeProcessor (*setNoticeProcessor)(PGconn *conn, PQnoticeProcessor proc, void *arg);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

@@ -54,7 +54,12 @@ struct outcome {
     const struct pg_api *pq;
     PGresult *result;               /* the statement's, or NULL */
     const char *error;              /* a connection's failure, or NULL */
+    int copy;                       /* the statement was a COPY (not run: refused) */
 };
+
+/* What a COPY statement gets: luaworker.db has no way to send or take its data. */
+#define COPY_REFUSED "COPY is not supported: luaworker.db runs statements, not COPY's " \
+    "data stream (the connection was closed)"
 
 /* Pushes a column's text value as Lua sees it: NULL as luaworker.null (cjson.null,
  * a NULL light userdata), booleans, numbers for integer and float columns (64-bit integers
@@ -99,6 +104,13 @@ static int push_outcome(lua_State *L, void *data)
     if (o->connected && !o->error) {
         lua_pushboolean(L, 1);
         return 1;
+    }
+    if (o->copy) {
+        lua_pushboolean(L, 0);
+        lua_pushliteral(L, COPY_REFUSED);
+        lua_pushliteral(L, "0A000");
+        lua_pushliteral(L, "query");
+        return 4;
     }
     if (o->error || !r) {
         lua_pushboolean(L, 0);
@@ -162,11 +174,11 @@ static size_t result_bytes(const struct pg_api *pq, const PGresult *r)
 
 /* Ends the wait under way (resuming its task) with the statement's result, or the
  * end of the connection's set-up, or a connection's failure (error). */
-static void finish_wait(struct pg_conn *c, const char *error)
+static void finish_wait(struct pg_conn *c, const char *error, int copy)
 {
     struct vm_waiter *w = c->w;
     struct vm *h = c->h;
-    struct outcome o = { c->connecting, c->pq, c->result, error };
+    struct outcome o = { c->connecting, c->pq, c->result, error, copy };
     c->connecting = 0;
     c->w = NULL;
     c->result = NULL;
@@ -186,13 +198,22 @@ static void read_results(struct pg_conn *c)
 {
     const struct pg_api *pq = c->pq;
     if (!pq->consumeInput(c->conn)) {
-        finish_wait(c, pq->errorMessage(c->conn));
+        finish_wait(c, pq->errorMessage(c->conn), 0);
         return;
     }
     while (!pq->isBusy(c->conn)) {
         PGresult *r = pq->getResult(c->conn);
         if (!r) {
-            finish_wait(c, NULL);
+            finish_wait(c, NULL, 0);
+            return;
+        }
+        ExecStatusType st = pq->resultStatus(r);
+        if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
+            /* the server now waits for (or sends) COPY's data, which nobody reads:
+             * ending the connection is what ends the COPY */
+            pq->clear(r);
+            close_conn(c);
+            finish_wait(c, NULL, 1);
             return;
         }
         /* the first error stands; otherwise the last result */
@@ -224,16 +245,16 @@ static void on_io(struct ev_loop *loop, ev_io *io, int revents)
             return;
         case PGRES_POLLING_OK:
             pq->setnonblocking(c->conn, 1);
-            finish_wait(c, NULL);
+            finish_wait(c, NULL, 0);
             return;
         default:
-            finish_wait(c, pq->errorMessage(c->conn));
+            finish_wait(c, pq->errorMessage(c->conn), 0);
             return;
         }
     }
     int f = pq->flush(c->conn);
     if (f < 0) {
-        finish_wait(c, pq->errorMessage(c->conn));
+        finish_wait(c, pq->errorMessage(c->conn), 0);
         return;
     }
     if (f > 0) {
@@ -267,6 +288,14 @@ static int wait_on(lua_State *L, struct pg_conn *c, int events)
     c->w = w;
     watch(c, events);
     return vm_yield(L, w->ticket);
+}
+
+/* The server's NOTICEs and WARNINGs (RAISE NOTICE...) are dropped, as PDO drops
+ * them: server text never reaches the worker's log unasked. */
+static void drop_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
 }
 
 /* host.pg_open{keyword = value, ...} -> connection | (false, message): starts a
@@ -313,6 +342,7 @@ static int l_host_pg_open(lua_State *L)
         close_conn(c);
         return 2;
     }
+    pq->setNoticeProcessor(c->conn, drop_notice, NULL);
     c->connecting = 1;
     return 1;
 }

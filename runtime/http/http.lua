@@ -14,6 +14,7 @@
 -- a response (4xx and 5xx too), as with Laravel's client.
 local host = require "luaworker.host"
 local values = require "luaworker.base.values"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
@@ -112,10 +113,21 @@ local function check(opts)
     return method
 end
 
+-- The most bytes of body a request without max_size takes: --memory-limit's, so
+-- that a body too big for the Lua heap (a stream without end, a gzip bomb) is not
+-- read whole into the worker's memory first; nil when there is no limit.
+local function memory_cap()
+    local mb = settings.options and tonumber(settings.options.memory_limit)
+    if not mb or mb <= 0 then return nil end
+    return mb * 1048576, mb
+end
+
 function M.request(opts)
     local method = check(opts)
     local redirects = opts.redirects
     if redirects == nil then redirects = opts.follow and 5 or 0 end
+    local max_size, limit_mb = opts.max_size, nil
+    if max_size == nil then max_size, limit_mb = memory_cap() end
     local ok, status, block, body = host.http_request({
         method = method,
         url = opts.url,
@@ -124,9 +136,15 @@ function M.request(opts)
         timeout = opts.timeout or M.TIMEOUT,
         verify = opts.verify ~= false,
         redirects = redirects,
-        max_size = opts.max_size,
+        max_size = max_size,
     })
-    if not ok then fail(status, opts.url) end
+    if not ok then
+        if limit_mb and status:find("^the response is larger than the limit of") then
+            status = string.format("a response body of more than %.1f MB does not fit under "
+                .. "--memory-limit=%d (MB; it was not read further)", max_size / 1048576, limit_mb)
+        end
+        fail(status, opts.url)
+    end
     return { status = status, headers = parse_headers(block), body = body }
 end
 

@@ -13,6 +13,7 @@ local host = require "luaworker.host"
 
 local WAIT = host.WAIT
 local allow_waits = host.allow_waits
+local check_wait = host.check_wait
 local co_create, co_resume, co_yield = coroutine.create, coroutine.resume, coroutine.yield
 local select, unpack, traceback = select, unpack, debug.traceback
 
@@ -211,6 +212,7 @@ end
 -- Waits (in a task) until wake(key, ...) is called; returns wake's values. key:
 -- any value that is not a number (numbers are the host's tickets).
 function M.suspend(key)
+    check_wait()  -- raises in a coroutine a handler made, as every wait does
     return co_yield(WAIT, key)
 end
 

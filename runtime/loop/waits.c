@@ -114,6 +114,13 @@ static int l_host_cancel(lua_State *L)
     return 1;
 }
 
+/* host.check_wait(): raises, as every function that waits does, unless the calling
+ * coroutine may wait for the loop (see vm_check_wait). */
+static int l_host_check_wait(lua_State *L)
+{
+    return vm_check_wait(L);
+}
+
 /* host.allow_waits(co): lets coroutine co wait for the loop (vm_check_wait); for
  * the coroutines of luaworker's tasks (task.lua). */
 static int l_host_allow_waits(lua_State *L)
@@ -156,6 +163,7 @@ static const luaL_Reg functions[] = {
     {"timer", l_host_timer},
     {"cancel", l_host_cancel},
     {"allow_waits", l_host_allow_waits},
+    {"check_wait", l_host_check_wait},
     {"signals", l_host_signals},
     {NULL, NULL},
 };

@@ -182,7 +182,9 @@ local function logged_first(store)
         local name
         name, r = scrubbed(q, r)
         local tried = false
-        local ok, id = pcall(db.wait_out, function()
+        -- outside the job's own transactions: a job failed inside one it rolls back
+        -- keeps its record
+        local ok, id = pcall(db.outside_transactions, db.wait_out, function()
             local again = tried
             tried = true
             return store.write(name, r, again)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,8 +263,16 @@ static void spawn(struct worker *w)
     sigset_t handled, before;
     signals_fill(&handled);
     sigprocmask(SIG_BLOCK, &handled, &before);
+    pid_t supervisor = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* a worker whose supervisor dies (kill -9, a crash) stops as on TERM: it
+         * finishes its jobs in flight and gives back the others, instead of
+         * running on unsupervised (no timeout kills, and a restarted supervisor
+         * beside it) */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != supervisor)
+            _exit(0);
         char fd[32];
         snprintf(fd, sizeof fd, "%d", dup(w->slot_fd));  /* without FD_CLOEXEC */
         setenv(SLOT_ENV, fd, 1);

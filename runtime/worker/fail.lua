@@ -15,6 +15,7 @@ local output = require "luaworker.worker.output"
 local call_queued_handler = require "luaworker.worker.call_queued_handler"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
+local db = require "luaworker.db"
 
 local M = {}
 
@@ -64,8 +65,13 @@ function M.timeout_exception(job)
     return M.max_attempts_exception(job)
 end
 
+local record
+
 -- Job::fail: record, remove the reservation, then the handler's failed() and the
--- failing hooks. A job already deleted is only marked failed (as Laravel does).
+-- failing hooks. A job already deleted is only marked failed (as Laravel does). A
+-- job failed inside a transaction of its handler is marked failed at once and
+-- recorded once its transactions end: a record written on the transaction's
+-- connection would be rolled back with it, the job in no store.
 function M.fail(job, err, trace)
     job:mark_as_failed()
     if job:is_deleted() then return end
@@ -73,7 +79,12 @@ function M.fail(job, err, trace)
         err = values.exception("Illuminate\\Queue\\ManuallyFailedException",
             "This job was manually failed.")
     end
-    local exc = M.exception_info(err, trace or debug.traceback("job:fail() called", 2))
+    trace = trace or debug.traceback("job:fail() called", 2)
+    db.after_transactions(function() record(job, err, trace) end)
+end
+
+function record(job, err, trace)
+    local exc = M.exception_info(err, trace)
     local payload = job:payload()
     local uuid = payload.uuid
     if type(uuid) ~= "string" or uuid == "" then uuid = host.uuid() end

@@ -1,0 +1,462 @@
+-- "One job must never take down the jobs beside it", tried as a hostile handler, a
+-- hostile server (HTTP, PostgreSQL, MariaDB) and a careless operator would, against
+-- the binary as a user runs it: each attack stays the failure of the job that made
+-- it, and the worker and the jobs beside it go on.
+local H = require "spec.helpers"
+
+local _, _, RESERVED = H.keys()
+local FAILED_INDEX = H.prefix .. "luaworker:failed_jobs"
+
+-- A payload of job class with the command property n (an integer) and, optionally,
+-- one more property {name, PHP-serialized value}.
+local function payload(class, n, fields, extra)
+    local props = { { "n", "i:" .. n .. ";" } }
+    if extra then props[2] = extra end
+    return H.class_payload(class, fields or {}, props)
+end
+
+-- The peak resident memory of the handler's process in kB, as Lua source.
+local PEAK = [[
+local function peak_kb()
+    local f = io.open("/proc/self/status")
+    local s = f:read("*a")
+    f:close()
+    return tonumber(s:match("VmHWM:%s*(%d+)"))
+end
+]]
+
+-- Starts the shell command cmd in the background; returns its pid.
+local function background(cmd)
+    local f = io.popen("( " .. cmd .. " >/dev/null 2>&1 & echo $! )")
+    local pid = tonumber(f:read("*l"))
+    f:close()
+    return pid
+end
+
+local function up(port)
+    local conn = require("socket").connect("127.0.0.1", port)
+    if conn then conn:close() end
+    return conn ~= nil
+end
+
+-- Ends a worker that may not hear TERM (stuck in C), supervisor first, so that it
+-- cannot start a successor, then the workers it had.
+local function kill_hard(w)
+    local children = H.children(w.pid)
+    w:kill("KILL")
+    for _, pid in ipairs(children) do os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+end
+
+local function failed_count()
+    return H.r("ZCARD", FAILED_INDEX)
+end
+
+describe("a supervisor killed on its own (a process manager's SIGKILL, the OOM killer)", function()
+    it("does not leave its workers running unsupervised", function()
+        H.flush()
+        local h = H.handlers({ ["App/Jobs/Plain.lua"] = H.RECORD_ID })
+        local w = H.spawn({ "work", "--handlers=" .. h, "--sleep=0.1", "--no-watch" })
+        local children = H.wait_until(function()
+            local c = H.children(w.pid)
+            return #c > 0 and c
+        end, 10, "the worker")
+        w:kill("KILL")
+        local gone = pcall(H.wait_until, function()
+            return os.execute("kill -0 " .. children[1] .. " 2>/dev/null") ~= true
+        end, 10)
+        os.execute("kill -KILL " .. children[1] .. " 2>/dev/null")
+        -- it was: the worker goes on for ever, a child of init: no timeout is enforced on
+        -- it (the supervisor ends a job that keeps the CPU), and the supervisor a process
+        -- manager starts again adds --processes more
+        assert.is_true(gone, "worker " .. children[1] .. " still runs")
+    end)
+end)
+
+describe("luaworker.http against a hostile server", function()
+    local port, pid, bomb
+    local workers = H.worker_set()
+
+    setup(function()
+        port = math.random(20000, 40000)
+        pid = background(string.format("exec lua5.2 %s/spec/fixtures/http/hostile_server.lua %d", H.root, port))
+        H.wait_until(function() return up(port) end, 10, "the hostile HTTP server")
+        -- 512 MB of zeros, gzip-compressed to about half a megabyte
+        bomb = H.tmpdir() .. "/bomb.gz"
+        assert(os.execute("head -c 536870912 /dev/zero | gzip -9 > " .. H.quote(bomb)))
+    end)
+    teardown(function()
+        workers.stop_all()
+        if pid then os.execute("kill " .. pid .. " 2>/dev/null") end
+    end)
+
+    -- App\Jobs\Get: GETs spec:url, then records whether it raised, the error and the
+    -- process's peak memory (kB) in spec:got.
+    local function get_handlers()
+        return H.handlers({ ["App/Jobs/Get.lua"] = PEAK .. [[
+local lw = require "luaworker"
+return { handle = function()
+    local ok, err = pcall(lw.http.get, lw.redis("GET", "spec:url"), { timeout = 20 })
+    lw.redis("RPUSH", "spec:got", tostring(ok), ok and "" or tostring(err), peak_kb())
+end }
+]] })
+    end
+
+    local function get(url)
+        H.flush()
+        H.r("SET", "spec:url", url)
+        H.push(payload("App\\Jobs\\Get", 1))
+        local r = H.run({ "work", "--handlers=" .. get_handlers(), "--memory-limit=64", "--stop-when-empty",
+            "--no-watch" }, { timeout = 60 })
+        assert.are.equal(0, r.status, r.stderr)
+        return H.r("LRANGE", "spec:got", 0, -1)
+    end
+
+    it("stops reading a body that inflates past --memory-limit instead of holding it whole in the "
+        .. "worker's memory", function()
+        local got = get(string.format("http://127.0.0.1:%d/gzip?file=%s", port, bomb))
+        assert.are.equal("false", got[1])
+        assert.matches("^Illuminate\\Http\\Client\\ConnectionException: ", got[2])
+        -- it was: "a result of 512.0 MB does not fit under --memory-limit=64", after the
+        -- whole body was inflated into libcurl's buffer: a peak of about 540 MB
+        assert.is_true(tonumber(got[3]) < 256 * 1024, "peak " .. got[3] .. " kB")
+    end)
+
+    it("fails a response whose headers never end, without growing the worker", function()
+        local got = get(string.format("http://127.0.0.1:%d/headers-forever", port))
+        assert.are.same({ "false", "Illuminate\\Http\\Client\\ConnectionException: cURL error 56: Too large "
+            .. "response headers: 307665 > 307200 for http://127.0.0.1:" .. port .. "/headers-forever" },
+            { got[1], got[2] })
+        assert.is_true(tonumber(got[3]) < 64 * 1024, "peak " .. got[3] .. " kB")
+    end)
+end)
+
+-- A throwaway PostgreSQL cluster, as spec/db_spec.lua's.
+local PG_PASSWORD = "spec-pa55word"
+local PG_BIN = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
+    or "/usr/lib/postgresql/bin") .. "/"
+
+local function pg_start()
+    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
+    local pg = { dir = f:read("*l"), port = math.random(20000, 40000) }
+    f:close()
+    local function sh(cmd) assert(os.execute(cmd), cmd) end
+    sh("chown nobody " .. H.quote(pg.dir))
+    H.write_file(pg.dir .. "/pw", PG_PASSWORD .. "\n")
+    sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
+    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
+        .. "--auth-host=scram-sha-256 --auth-local=trust >/dev/null 2>&1", PG_BIN, pg.dir, pg.dir))
+    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", PG_BIN, pg.dir, pg.dir, pg.port, pg.dir))
+    function pg.env(extra)
+        local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
+            DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = PG_PASSWORD,
+            QUEUE_FAILED_DRIVER = "luaworker-redis" }
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+    function pg.psql(sql)
+        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
+            .. "postgres 2>&1", PG_BIN, pg.dir, pg.port, H.quote(sql)))
+        local out = p:read("*a")
+        p:close()
+        return out
+    end
+    function pg.stop()
+        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
+            PG_BIN, pg.dir))
+        os.execute("rm -rf " .. H.quote(pg.dir))
+    end
+    return pg
+end
+
+describe("luaworker.db on PostgreSQL, as a hostile handler and server", function()
+    local pg
+    local workers = H.worker_set()
+    setup(function() pg = pg_start() end)
+    teardown(function()
+        workers.stop_all()
+        if pg then pg.stop() end
+    end)
+
+    -- App\Jobs\Sql: runs the SQL in spec:sql (a select), records whether it raised,
+    -- the error and the peak memory (kB) in spec:got.
+    local handlers = H.handlers({ ["App/Jobs/Sql.lua"] = PEAK .. [[
+local lw = require "luaworker"
+return { handle = function()
+    local db = lw.db()
+    local ok, err = pcall(db.select, db, lw.redis("GET", "spec:sql"))
+    lw.redis("RPUSH", "spec:got", tostring(ok), ok and "" or tostring(err), peak_kb())
+end }
+]] })
+
+    local function sql(text, env)
+        H.flush()
+        H.r("SET", "spec:sql", text)
+        H.push(payload("App\\Jobs\\Sql", 1))
+        local r = H.run({ "work", "--handlers=" .. handlers, "--memory-limit=64", "--stop-when-empty",
+            "--no-watch" }, { env = pg.env(env), timeout = 60 })
+        assert.are.equal(0, r.status, r.stderr)
+        return H.r("LRANGE", "spec:got", 0, -1), r
+    end
+
+    it("keeps the server's NOTICEs out of the worker's stderr, as PDO does", function()
+        local got, r = sql("do $$ begin raise notice 'token %', 'sekrit-from-the-server'; end $$")
+        assert.are.equal("true", got[1])
+        -- it was: libpq's default notice processor prints "NOTICE:  token
+        -- sekrit-from-the-server" to stderr, unformatted, for every notice
+        assert.is_nil(r.stderr:find("sekrit-from-the-server", 1, true), r.stderr)
+    end)
+
+    it("ends a COPY statement (the server then waits for data) with an error of that job: the worker "
+        .. "does not spin, and the job beside it finishes", function()
+        H.flush()
+        local h = H.handlers({ ["App/Jobs/Copy.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    if command.n == 1 then
+        local db = lw.db()
+        local ok, err = pcall(db.statement, db, "copy (select 1) to stdout")
+        lw.redis("RPUSH", "spec:copy", tostring(ok), tostring(err))
+    else
+        lw.sleep(0.5)
+        lw.redis("RPUSH", "spec:beside", "ran")
+    end
+end }
+]] })
+        H.push(payload("App\\Jobs\\Copy", 2, { timeout = 20 }))
+        H.push(payload("App\\Jobs\\Copy", 1, { timeout = 3 }))
+        local w = H.spawn({ "work", "--handlers=" .. h, "--concurrency=2", "--sleep=0.1", "--no-watch" },
+            { env = pg.env() })
+        finally(function() kill_hard(w) end)
+        -- it was: read_results loops on PQgetResult, which gives PGRES_COPY_OUT again and
+        -- again: the worker spins at 100% CPU in C for ever; neither the job's timeout
+        -- (no job has the CPU, as the supervisor sees it) nor TERM ends it
+        local ok = pcall(H.wait_until, function()
+            return H.r("LLEN", "spec:beside") > 0 and H.r("LLEN", "spec:copy") > 0
+        end, 10)
+        assert.is_true(ok, "stdout: " .. w:stdout() .. "\nstderr: " .. w:stderr())
+        assert.are.equal("false", H.r("LRANGE", "spec:copy", 0, 0)[1])
+    end)
+
+    it("releases the row a job stopped for its timeout held in a savepoint: the job waiting for it "
+        .. "goes on at once", function()
+        H.flush()
+        pg.psql("drop table if exists things; create table things (id int primary key, v text); "
+            .. "insert into things values (1, 'a')")
+        local h = H.handlers({ ["App/Jobs/Lock.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    local db = lw.db()
+    if command.n == 1 then
+        db:transaction(function()
+            db:select("select * from things where id = 1 for update")
+            db:transaction(function()
+                db:update("update things set v = 'held' where id = 1")
+                lw.sleep(30)
+            end)
+        end)
+    else
+        lw.sleep(0.3)
+        db:update("update things set v = 'b' where id = 1")
+        lw.redis("RPUSH", "spec:updated", "yes")
+    end
+end }
+]] })
+        H.push(payload("App\\Jobs\\Lock", 1, { timeout = 2 }))
+        H.push(payload("App\\Jobs\\Lock", 2, { timeout = 20 }))
+        workers.spawn({ "work", "--handlers=" .. h, "--concurrency=2", "--sleep=0.1", "--no-watch" },
+            { env = pg.env() })
+        H.wait_until(function() return H.r("LLEN", "spec:updated") > 0 end, 10, "the update beside it")
+        assert.are.equal("1|b\n", pg.psql("select * from things"))
+    end)
+end)
+
+describe("luaworker.db and failed_jobs on MariaDB, as a hostile handler and server", function()
+    local server
+    local workers = H.worker_set()
+    setup(function()
+        server = H.mariadb()
+        assert.are.equal("", server.root("create table failed_jobs (id bigint unsigned auto_increment "
+            .. "primary key, uuid varchar(255) not null unique, connection text not null, "
+            .. "queue text not null, payload longtext not null, exception longtext not null, "
+            .. "failed_at timestamp not null default current_timestamp)"))
+    end)
+    teardown(function()
+        workers.stop_all()
+        if server then server.remove() end
+    end)
+
+    it("reads a statement's 500,000 result sets without crashing, and the job beside it finishes",
+        function()
+        H.flush()
+        local h = H.handlers({ ["App/Jobs/Many.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    if command.n == 1 then
+        local db = lw.db()
+        local ok, rows = pcall(db.select, db, "begin not atomic declare i int default 0; "
+            .. "while i < 500000 do select i; set i = i + 1; end while; end")
+        lw.redis("RPUSH", "spec:many", tostring(ok))
+    else
+        lw.sleep(0.5)
+        lw.redis("RPUSH", "spec:beside", "ran")
+    end
+end }
+]] })
+        H.push(payload("App\\Jobs\\Many", 2))
+        H.push(payload("App\\Jobs\\Many", 1))
+        local r = H.run({ "work", "--handlers=" .. h, "--concurrency=2", "--stop-when-empty", "--no-watch" },
+            { env = server.env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }), timeout = 60 })
+        -- it was: "worker 1 (pid N) was killed by signal 11 (Segmentation fault)": advance()
+        -- and next_result() call each other once per result already read (host_mysql.c),
+        -- until the stack overflows; the job beside it is failed with it ("was running
+        -- when its worker died ...; its last attempt: failed")
+        assert.is_nil(r.stderr:find("signal 11", 1, true), r.stderr)
+        assert.are.same({ "ran" }, H.r("LRANGE", "spec:beside", 0, -1))
+        assert.are.same({ "true" }, H.r("LRANGE", "spec:many", 0, -1))
+        assert.are.equal(0, failed_count())
+    end)
+
+    it("does not send a local file the server asks for (LOAD DATA LOCAL INFILE), as PDO does not",
+        function()
+        H.flush()
+        local secret = H.tmpdir() .. "/.env"
+        H.write_file(secret, "APP_KEY=base64:c2VjcmV0LWFwcC1rZXktZm9yLXNwZWNzLW9ubHkhISE=\n")
+        assert.are.equal("", server.root("create table imported (line text)"))
+        local h = H.handlers({ ["App/Jobs/Infile.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job)
+    local db = lw.db()
+    local ok, err = pcall(db.statement, db, "load data local infile '" .. lw.redis("GET", "spec:file")
+        .. "' into table imported")
+    lw.redis("RPUSH", "spec:infile", tostring(ok), tostring(err))
+end }
+]] })
+        H.r("SET", "spec:file", secret)
+        H.push(payload("App\\Jobs\\Infile", 1))
+        local r = H.run({ "work", "--handlers=" .. h, "--stop-when-empty", "--no-watch" },
+            { env = server.env({ QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
+        assert.are.equal(0, r.status, r.stderr)
+        -- it was: Connector/C answers the server's request for the file (CLIENT_LOCAL_FILES
+        -- is on): a rogue or man-in-the-middle server reads any file the worker can
+        -- (the app's .env), on any statement
+        assert.are.equal("", server.root("select line from imported"))
+        assert.are.equal("false", H.r("LRANGE", "spec:infile", 0, 0)[1])
+    end)
+end)
+
+describe("failing a job from a handler", function()
+    it("records a job failed inside db:transaction whose transaction then rolls back", function()
+        H.flush()
+        local file = H.tmpdir() .. "/app.sqlite"
+        H.sqlite(file, "create table failed_jobs (id integer primary key autoincrement, uuid varchar not null "
+            .. "unique, connection text not null, queue text not null, payload text not null, exception text "
+            .. "not null, failed_at datetime not null default current_timestamp)")
+        local h = H.handlers({ ["App/Jobs/Txn.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job)
+    local db = lw.db()
+    db:transaction(function()
+        job:fail(lw.exception("App\\Exceptions\\Bad", "failed inside a transaction"))
+        error("and then the transaction rolls back")
+    end)
+end }
+]] })
+        local p = payload("App\\Jobs\\Txn", 1, { maxTries = 3 })
+        H.push(p)
+        local r = H.run({ "work", "--handlers=" .. h, "--stop-when-empty", "--no-watch" },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file } })
+        assert.are.equal(0, r.status, r.stderr)
+        -- it was: the record was written on the transaction's connection and rolled back
+        -- with it, after the reservation was removed: the job is nowhere
+        local in_table = H.sqlite(file, "select count(*) from failed_jobs where uuid = '" .. p.uuid .. "'")
+        assert.is_true(in_table == "1\n" or H.r("ZCARD", FAILED_INDEX) == 1,
+            "the job is in neither store; stdout: " .. r.stdout)
+    end)
+
+    it("fails and records a job failed with an exception that has no message", function()
+        H.flush()
+        local h = H.handlers({ ["App/Jobs/NoMessage.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job) job:fail(lw.exception("App\\Exceptions\\Oops")) end }
+]] })
+        local p = payload("App\\Jobs\\NoMessage", 1, { maxTries = 3 })
+        H.push(p)
+        local r = H.run({ "work", "--handlers=" .. h, "--stop-when-empty", "--no-watch" })
+        assert.are.equal(0, r.status, r.stderr)
+        -- it was: job:fail raises "attempt to concatenate field 'message' (a nil value)"
+        -- after marking the job failed: it is neither recorded nor released, and stays
+        -- reserved until retry_after, when it runs again
+        assert.are.equal(0, H.r("ZCARD", RESERVED), r.stderr)
+        assert.matches("^App\\Exceptions\\Oops", H.failed_record(p.uuid).exception or "")
+    end)
+end)
+
+describe("the database pool, as a hostile handler", function()
+    local workers = H.worker_set()
+    after_each(workers.stop_all)
+
+    it("raises the usual error for a statement in a coroutine the handler made, also while it "
+        .. "would wait for a connection", function()
+        H.flush()
+        local file = H.tmpdir() .. "/app.sqlite"
+        H.sqlite(file, "create table t (v text)")
+        local h = H.handlers({ ["App/Jobs/Pool.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    local db = lw.db()
+    if command.n == 1 then
+        db:transaction(function() lw.sleep(1.5) end)
+    else
+        lw.sleep(0.2)
+        local ok, a = pcall(coroutine.wrap(function() return db:select("select 1 as one") end))
+        lw.redis("RPUSH", "spec:co", tostring(ok), tostring(a))
+    end
+end }
+]] })
+        H.push(payload("App\\Jobs\\Pool", 1))
+        H.push(payload("App\\Jobs\\Pool", 2))
+        workers.spawn({ "work", "--handlers=" .. h, "--concurrency=2", "--sleep=0.1", "--no-watch" },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, LUAWORKER_DB_POOL = "1",
+                QUEUE_FAILED_DRIVER = "luaworker-redis" } })
+        H.wait_until(function() return H.r("LLEN", "spec:co") > 0 end, 10, "the coroutine's outcome")
+        local co = H.r("LRANGE", "spec:co", 0, -1)
+        -- it was: "true", "userdata: 0x...": the pool's wait yields the host's marker to
+        -- the handler's coroutine, which returns it as if it were the rows
+        assert.are.equal("false", co[1])
+        assert.matches("cannot be made inside a coroutine the handler created", co[2], 1, true)
+    end)
+
+    it("lets a job that waits for a pool slot finish when the worker is told to stop", function()
+        H.flush()
+        local file = H.tmpdir() .. "/app.sqlite"
+        H.sqlite(file, "create table t (v text)")
+        local h = H.handlers({ ["App/Jobs/Slot.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    local db = lw.db()
+    if command.n == 1 then
+        db:transaction(function()
+            db:insert("insert into t (v) values (?)", { "first" })
+            lw.sleep(30)
+        end)
+    else
+        lw.sleep(0.2)
+        db:insert("insert into t (v) values (?)", { "second" })
+    end
+    lw.redis("RPUSH", "spec:done", command.n)
+end }
+]] })
+        H.push(payload("App\\Jobs\\Slot", 1))
+        H.push(payload("App\\Jobs\\Slot", 2))
+        local w = workers.spawn({ "work", "--handlers=" .. h, "--concurrency=2", "--sleep=0.1", "--no-watch" },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, LUAWORKER_DB_POOL = "1",
+                QUEUE_FAILED_DRIVER = "luaworker-redis" } })
+        H.wait_until(function() return H.r("ZCARD", RESERVED) == 2 end, 10, "both jobs in flight")
+        H.sleep(0.5)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+        assert.are.same({ "1", "2" }, H.r("LRANGE", "spec:done", 0, -1))
+        assert.are.equal("first\nsecond\n", H.sqlite(file, "select v from t order by rowid"))
+    end)
+end)
