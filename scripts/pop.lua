@@ -91,8 +91,8 @@ for _ = 1, tonumber(ARGV[7]) or 1 do
             local message
             if result == nil then
                 message = 'payload of ' .. #job .. ' bytes is larger than the ' .. budget
-                    .. ' bytes a pop may take under the worker\'s --memory-limit (half of it: '
-                    .. 'a payload and its reserved copy are handed over together)'
+                    .. ' bytes a pop may take under the worker\'s --memory-limit (a quarter of '
+                    .. 'it: a payload and its reserved copy are handed over together, then decoded)'
             else
                 message = 'payload is not a JSON object with a numeric "attempts" ('
                     .. tostring(result) .. ')'

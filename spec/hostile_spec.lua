@@ -175,9 +175,9 @@ describe("luaworker on a payload too large for its --memory-limit", function()
         assert.are.equal(1, #ids)
         local rec = H.failed_record(ids[1])
         assert.is_true(rec.payload == big, "the payload was not kept byte for byte")
-        assert.are.equal("payload of " .. #big .. " bytes is larger than the 8388608 bytes a pop may "
-            .. "take under the worker's --memory-limit (half of it: a payload and its reserved copy "
-            .. "are handed over together)", rec.exception)
+        assert.are.equal("payload of " .. #big .. " bytes is larger than the 4194304 bytes a pop may "
+            .. "take under the worker's --memory-limit (a quarter of it: a payload and its reserved copy "
+            .. "are handed over together, then decoded)", rec.exception)
         assert.matches("kept as failed job " .. ids[1], w:stderr(), 1, true)
         assert.is_nil(w:stderr():find("worker 1 (pid", 1, true))
         local list, delayed, reserved = H.keys()

@@ -15,6 +15,16 @@ local function payload(class, n, fields, extra)
     return H.class_payload(class, fields or {}, props)
 end
 
+-- A payload of job class exactly `bytes` long once JSON-encoded (padding in a field
+-- Laravel does not read).
+local function payload_of_size(class, n, bytes)
+    local p = payload(class, n)
+    p.pad = ""
+    p.pad = string.rep("p", bytes - #H.json.encode(p))
+    assert(#H.json.encode(p) == bytes)
+    return p
+end
+
 -- The peak resident memory of the handler's process in kB, as Lua source.
 local PEAK = [[
 local function peak_kb()
@@ -50,6 +60,53 @@ end
 local function failed_count()
     return H.r("ZCARD", FAILED_INDEX)
 end
+
+describe("payloads near the most a pop may take under --memory-limit", function()
+    local workers = H.worker_set()
+    after_each(workers.stop_all)
+
+    -- App\Jobs\Big: records its run; App\Jobs\Beside: records that it ran.
+    local handlers = H.handlers({
+        ["App/Jobs/Big.lua"] = [[return { handle = function() require("luaworker").redis("RPUSH", "spec:big", "ran") end }]],
+        ["App/Jobs/Beside.lua"] = [[return { handle = function() require("luaworker").redis("RPUSH", "spec:beside", "ran") end }]],
+    })
+
+    it("keeps a payload just under half of --memory-limit (which the pop takes, and whose reply "
+        .. "cannot fit) as failed once, and runs the job behind it", function()
+        H.flush()
+        -- --memory-limit=64: a pop may take 33554432 bytes; this payload and its reserved
+        -- copy are 100 bytes short of 64 MB, more than the heap has room for
+        H.push(payload_of_size("App\\Jobs\\Big", 1, 33554432 - 50))
+        H.push(payload("App\\Jobs\\Beside", 2))
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=64", "--sleep=0.1",
+            "--no-watch" })
+        -- it was: "error while taking a job: a result of more than 64.0 MB does not fit under
+        -- --memory-limit=64" every 2-3 s, for ever; the job behind it never runs
+        local ran = pcall(H.wait_until, function() return H.r("LLEN", "spec:beside") > 0 end, 20)
+        assert.is_true(ran, w:stderr():sub(1, 2000))
+        assert.are.equal(1, failed_count() + H.r("LLEN", "spec:big"))
+    end)
+
+    it("fails a payload whose decoding runs out of memory once, under the default --memory, and "
+        .. "runs the job behind it", function()
+        H.flush()
+        H.push(payload_of_size("App\\Jobs\\Big", 1, 25000000))
+        H.push(payload("App\\Jobs\\Beside", 2))
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--memory-limit=64", "--sleep=0.1",
+            "--no-watch" })
+        -- it was: the worker is over --memory=128 after failing it and stops; stopping gives
+        -- back the jobs it did not start, and this one (failed before its start was
+        -- recorded) is still reserved while its fail script waits: it goes back to the
+        -- head of the queue, and each fresh worker fails it again ("[nil] Failed: nil"),
+        -- a new record every ~1.5 s, for ever; the job behind it never runs
+        local ran = pcall(H.wait_until, function() return H.r("LLEN", "spec:beside") > 0 end, 20)
+        assert.is_true(ran, "the job behind it did not run; failed records: " .. failed_count())
+        H.sleep(2)
+        assert.are.equal(1, failed_count())
+        assert.are.equal(0, H.r("LLEN", (H.keys())))
+        w:stop()
+    end)
+end)
 
 describe("a supervisor killed on its own (a process manager's SIGKILL, the OOM killer)", function()
     it("does not leave its workers running unsupervised", function()

@@ -132,12 +132,14 @@ end
 -- returned or raised, job.settling is set: what is left writes its outcome.
 function M.process(job)
     local started = host.clock()
+    if not reservations.start(job) then return end
+    -- started first: a worker that stops meanwhile (past --memory, say) must not
+    -- give back a job whose failure is on its way
     if job.undecodable then
         failing.fail(job, values.exception("JsonException",
             "payload cannot be decoded: " .. job.undecodable), "")
         return
     end
-    if not reservations.start(job) then return end
     local ok, err, trace = task.run(run_job, job, started)
     job.settling = true
     if not ok then

@@ -145,12 +145,13 @@ local function report_unusable(q, problem, record_id)
         q, problem, record_id, store == "luaworker-redis" and "" or "QUEUE_FAILED_DRIVER=luaworker-redis "))
 end
 
--- The most bytes of payloads a pop may take: half of --memory-limit, since a
--- payload and its reserved copy reach the Lua heap together (nil: no limit).
+-- The most bytes of payloads a pop may take: a quarter of --memory-limit, since a
+-- payload and its reserved copy reach the Lua heap together, beside what it holds
+-- already, and the job then decodes the payload (nil: no limit).
 local function max_pop_bytes()
     local limit = options.memory_limit or 0
     if limit <= 0 then return nil end
-    return math.floor(limit * 1048576 / 2)
+    return math.floor(limit * 1048576 / 4)
 end
 
 -- The arguments of a pop of up to count jobs of q (queue.pop), numbering its jobs.
