@@ -258,7 +258,8 @@ end }
             assert.are.equal(0, w:wait())
         end)
 
-        it("closes a pooled connection a statement left inside a transaction", function()
+        it("closes the connection of a job that ended with a transaction open (a BEGIN without its "
+            .. "COMMIT)", function()
             H.push(H.class_payload("App\\Jobs\\Query", nil, { { "begin", "b:1;" } }))
             local handlers = H.handlers({ ["App/Jobs/Query.lua"] = [[
 local luaworker = require "luaworker"
@@ -271,9 +272,9 @@ end }
             local r = H.run({ "work", "--once", "--handlers=" .. handlers }, { env = env({
                 QUEUE_FAILED_DRIVER = "luaworker-redis" }) })
             assert.are.equal(0, r.status, r.stderr)
-            assert.matches("luaworker.db: a statement left a transaction open on connection pgsql: the "
-                .. "connection is closed, and the transaction rolled back with it (use db:transaction)",
-                r.stderr, 1, true)
+            assert.matches("luaworker.db: a job ended with a transaction open on connection pgsql (a "
+                .. "BEGIN without its COMMIT): the connection is closed, and the transaction rolled back "
+                .. "with it", r.stderr, 1, true)
             H.wait_until(function()
                 return psql("select count(*) from pg_stat_activity where state like 'idle in transaction%'")
                     == "0\n"

@@ -295,6 +295,34 @@ end }
         assert.are.equal("false", H.r("LRANGE", "spec:copy", 0, 0)[1])
     end)
 
+    it("unlocks a session's advisory lock on the connection that took it, as the job's one "
+        .. "connection does in PHP, while the job beside it holds another", function()
+        H.flush()
+        local h = H.handlers({ ["App/Jobs/Advisory.lua"] = [[
+local lw = require "luaworker"
+return { handle = function(job, command)
+    local db = lw.db()
+    if command.n == 1 then
+        db:select("select pg_advisory_lock(42)")
+        lw.sleep(0.5)
+        lw.redis("RPUSH", "spec:unlocked", tostring(db:select("select pg_advisory_unlock(42) as u")[1].u))
+    else
+        lw.sleep(0.2)
+        db:select("select pg_sleep(1)")
+    end
+end }
+]] })
+        H.push(payload("App\\Jobs\\Advisory", 1))
+        H.push(payload("App\\Jobs\\Advisory", 2))
+        local r = H.run({ "work", "--handlers=" .. h, "--concurrency=2", "--stop-when-empty", "--no-watch" },
+            { env = pg.env(), timeout = 30 })
+        assert.are.equal(0, r.status, r.stderr)
+        -- it was: the unlock goes to whichever connection is idle (the lock's is busy with
+        -- the other job): "WARNING: you don't own a lock of type ExclusiveLock", false,
+        -- and the lock stays held by an idle pooled connection for the worker's life
+        assert.are.same({ "true" }, H.r("LRANGE", "spec:unlocked", 0, -1))
+    end)
+
     it("releases the row a job stopped for its timeout held in a savepoint: the job waiting for it "
         .. "goes on at once", function()
         H.flush()

@@ -176,22 +176,25 @@ end
         assert.are.equal(failed("call t_call_broken(1)") .. failed("call t_call_broken(?)"), out)
     end)
 
-    it("closes a pooled connection a statement left inside a transaction, rolling it back", function()
+    it("keeps a job's statements on its one connection, as PHP's worker does, and closes it when "
+        .. "the job ends with a transaction open, rolling it back", function()
         local file = H.tmpdir() .. "/script.lua"
         H.write_file(file, [[
 local db = require("luaworker").db()
 db:statement("create table left_open (n int)")
 db:statement("begin")
 db:insert("insert into left_open values (1)")
-print(#db:select("select * from left_open"))
+print(#db:select("select * from left_open"), db:select("select connection_id() as c")[1].c
+    == db:select("select connection_id() as c")[1].c)
 ]])
         local r = H.run({ "lua", file }, { env = server.env() })
         assert.are.equal(0, r.status, r.stderr)
-        -- the insert ran on another connection, committed: the begin's went with its own
-        assert.are.equal("1\n", r.stdout)
-        assert.matches("luaworker.db: a statement left a transaction open on connection mysql: the "
-            .. "connection is closed, and the transaction rolled back with it (use db:transaction)",
+        -- the insert ran in the job's transaction, on its one connection
+        assert.are.equal("1\ttrue\n", r.stdout)
+        assert.matches("luaworker.db: a job ended with a transaction open on connection mysql (a BEGIN "
+            .. "without its COMMIT): the connection is closed, and the transaction rolled back with it",
             r.stderr, 1, true)
+        assert.are.equal("0\n", run_lua([[print(#require("luaworker").db():select("select * from left_open"))]]))
     end)
 
     describe("in a worker with jobs in flight", function()

@@ -161,8 +161,9 @@ end
 local function give_back(db, conn)
     if not db.driver.alive(conn) then return discard(db, conn) end
     if db.driver.in_transaction and db.driver.in_transaction(conn) then
-        io.stderr:write("luaworker.db: a statement left a transaction open on connection ", db.name,
-            ": the connection is closed, and the transaction rolled back with it (use db:transaction)\n")
+        io.stderr:write("luaworker.db: a job ended with a transaction open on connection ", db.name,
+            " (a BEGIN without its COMMIT): the connection is closed, and the transaction rolled "
+            .. "back with it\n")
         return discard(db, conn)
     end
     db.idle[#db.idle + 1] = conn
@@ -279,6 +280,10 @@ local function pin_of(db)
     return db.pinned[task.current() or false]
 end
 
+-- Tasks whose statements run outside their own connection and transactions now
+-- (M.outside_transactions): task -> how many such calls are under way.
+local outside = setmetatable({}, { __mode = "k" })
+
 -- Runs fn(...) with the calling job's open transactions set aside: its statements
 -- take connections of their own, committed as they run (a transaction it opens is
 -- its own). For the worker's records of the job (its batch's counts), which must not
@@ -295,10 +300,42 @@ function M.outside_transactions(fn, ...)
             db.pinned[t] = nil
         end
     end
+    outside[t] = (outside[t] or 0) + 1
     local results = { pcall(fn, ...) }
+    outside[t] = outside[t] > 1 and outside[t] - 1 or nil
     for db, pin in pairs(aside) do db.pinned[t] = pin end
     if not results[1] then error(results[2], 0) end
     return unpack(results, 2, table.maxn(results))
+end
+
+-- The calling job's own connection of db, as a PHP worker has one connection for
+-- the job it runs: taken from the pool at the job's first statement (sql names it
+-- in a failure), kept for the job's statements and transactions (its session: SET,
+-- advisory locks, lastval() stay with it), given back when the job ends, closed
+-- when it is abandoned (its timeout: the server rolls back what it had open).
+local function session(db, sql)
+    local t = task.current() or false
+    local s = db.sessions[t]
+    if s then return s.conn end
+    local conn = take(db, sql)
+    s = { conn = conn }
+    db.sessions[t] = s
+    s.hold = task.hold(function(ended)
+        if db.sessions[t] == s then db.sessions[t] = nil end
+        if ended.abandoned then discard(db, conn) else give_back(db, conn) end
+    end)
+    return conn
+end
+
+-- The calling job's connection of db failed: it is closed, and the job's next
+-- statement takes another.
+local function drop_session(db)
+    local t = task.current() or false
+    local s = db.sessions[t]
+    if not s then return end
+    db.sessions[t] = nil
+    task.let_go(s.hold)
+    discard(db, s.conn)
 end
 
 local function run(db, sql, bindings)
@@ -308,14 +345,24 @@ local function run(db, sql, bindings)
     if not checked then raise(db, n, sql) end
     local pin = pin_of(db)
     if pin then return run_on(db, pin.conn, sql, bindings, n) end
-    for try = 1, 2 do
+    if outside[task.current() or false] then
+        -- a connection of its own for this statement
         local conn = take(db, sql)
         local hold = task.hold(function() discard(db, conn) end)
         local ok, rows, affected = pcall(run_on, db, conn, sql, bindings, n)
         task.let_go(hold)
         give_back(db, conn)
+        if not ok then error(rows, 0) end
+        return rows, affected
+    end
+    for try = 1, 2 do
+        local conn = session(db, sql)
+        local ok, rows, affected = pcall(run_on, db, conn, sql, bindings, n)
         if ok then return rows, affected end
-        if try == 2 or not M.lost_connection(rows) then error(rows, 0) end
+        if not db.driver.alive(conn) then drop_session(db) end
+        if try == 2 or not M.lost_connection(rows) then
+            error(rows, 0)
+        end
         -- the server restarted or ended connections: the idle ones are as dead
         while #db.idle > 0 do discard(db, table.remove(db.idle)) end
     end
@@ -353,15 +400,11 @@ function Db:transaction(fn)
     local t = task.current() or false
     local pin = pin_of(self)
     if pin then return savepoint(self, pin, fn) end
-    local conn = take(self, self.driver.begin or "BEGIN")
-    local hold = task.hold(function()
-        self.pinned[t] = nil
-        discard(self, conn)
-    end)
-    local ok, err = pcall(control, self, conn, self.driver.begin or "BEGIN")
+    local begin = self.driver.begin or "BEGIN"
+    local conn = session(self, begin)
+    local ok, err = pcall(control, self, conn, begin)
     if not ok then
-        task.let_go(hold)
-        give_back(self, conn)
+        if not self.driver.alive(conn) then drop_session(self) end
         error(err, 0)
     end
     self.pinned[t] = { conn = conn, level = 1 }
@@ -369,8 +412,7 @@ function Db:transaction(fn)
     local results = { pcall(fn, self) }
     self.pinned[t] = nil
     ok, err = pcall(control, self, conn, results[1] and "COMMIT" or "ROLLBACK")
-    task.let_go(hold)
-    give_back(self, conn)
+    if not self.driver.alive(conn) then drop_session(self) end
     transaction_closed(t)
     if not results[1] then error(results[2], 0) end
     if not ok then error(err, 0) end
@@ -389,7 +431,8 @@ function M.connection(name)
     local driver, driver_name, settings = drivers.driver(name)
     db = setmetatable({ name = name, driver = driver, driver_name = driver_name,
         settings = settings, size = M.pool_size(), open = 0, idle = {},
-        waiters = { first = 1, last = 0 }, pinned = setmetatable({}, { __mode = "k" }) }, Db)
+        waiters = { first = 1, last = 0 }, pinned = setmetatable({}, { __mode = "k" }),
+        sessions = setmetatable({}, { __mode = "k" }) }, Db)
     dbs[name] = db
     return db
 end
