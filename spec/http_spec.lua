@@ -316,6 +316,8 @@ for _, opts in ipairs({
     { url = "http://127.0.0.1:PORT/", headers = { ["X-A"] = { "a", "b\0c" } } },
     { url = "http://127.0.0.1:PORT/", headers = { ["X\0A"] = "a" } },
     { url = "http://127.0.0.1:PORT/a\0b" },
+    { url = "http://127.0.0.1:PORT/", timeout = 1e300 },
+    { url = "http://127.0.0.1:PORT/", redirects = 1e300 },
 }) do
     local ok, err = pcall(http.request, opts)
     print(ok, err)
@@ -326,13 +328,15 @@ end
         assert.matches("url must be an http:// or https:// URL, got ftp://127.0.0.1/x", lines[1], 1, true)
         assert.matches("method must be an upper-case name such as GET, got get", lines[2], 1, true)
         assert.matches("body must be a string, got number", lines[3], 1, true)
-        assert.matches("timeout must be a number >= 0, got -1", lines[4], 1, true)
+        assert.matches("timeout must be a number from 0 to 86400, got -1", lines[4], 1, true)
         assert.matches("the value of header X-A has a line break", lines[5], 1, true)
         assert.matches("the value of header X-A has a NUL byte", lines[6], 1, true)
         assert.matches("header name X\\0A has a NUL byte", lines[7], 1, true)
         assert.matches("url must have no NUL byte, got http://127.0.0.1:" .. port .. "/a\\0b", lines[8],
             1, true)
-        assert.are.equal(8, #lines)
+        assert.matches("timeout must be a number from 0 to 86400, got 1e+300", lines[9], 1, true)
+        assert.matches("redirects must be a number from 0 to 1000, got 1e+300", lines[10], 1, true)
+        assert.are.equal(10, #lines)
     end)
 
     describe("in a worker with jobs in flight", function()

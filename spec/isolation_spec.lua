@@ -25,6 +25,11 @@ local function payload_of_size(class, n, bytes)
     return p
 end
 
+-- A string property of len bytes, PHP-serialized.
+local function blob(len)
+    return { "blob", string.format('s:%d:"%s";', len, string.rep("b", len)) }
+end
+
 -- The peak resident memory of the handler's process in kB, as Lua source.
 local PEAK = [[
 local function peak_kb()
@@ -369,6 +374,29 @@ describe("luaworker.db and failed_jobs on MariaDB, as a hostile handler and serv
     teardown(function()
         workers.stop_all()
         if server then server.remove() end
+    end)
+
+    it("keeps a failed job whose record is over max_allowed_packet (16 MB) in luaworker's Redis store "
+        .. "at once, and the job beside it does not wait for its timeout", function()
+        H.flush()
+        local h = H.handlers({
+            ["App/Jobs/Failing.lua"] = [[return { handle = function() error("lua says no") end }]],
+            ["App/Jobs/Beside.lua"] = [[return { handle = function() require("luaworker").redis("RPUSH", "spec:beside", "ran") end }]],
+        })
+        local p = payload("App\\Jobs\\Failing", 1, nil, blob(17 * 1024 * 1024))
+        local text = H.push(p)
+        H.push(payload("App\\Jobs\\Beside", 2))
+        local w = workers.spawn({ "work", "--handlers=" .. h, "--timeout=30", "--sleep=0.1", "--no-watch" },
+            { env = server.env() })
+        -- it was: "SQLSTATE[08S01]: Communication link failure: 1153 Got a packet bigger
+        -- than 'max_allowed_packet' bytes" (or 2006 Server has gone away) is taken for an
+        -- outage: the record is tried again until the job's timeout (30 s) while the job
+        -- beside it waits; then "its outcome was decided, which stands", though nothing
+        -- was recorded: the job stays reserved, and its exception is lost
+        local ok = pcall(H.wait_until, function() return H.r("LLEN", "spec:beside") > 0 end, 10)
+        assert.is_true(ok, "the job beside it waited; stderr: " .. w:stderr():sub(1, 1500))
+        assert.are.equal(text, H.failed_record(p.uuid).payload)
+        assert.are.equal(0, H.r("ZCARD", RESERVED))
     end)
 
     it("reads a statement's 500,000 result sets without crashing, and the job beside it finishes",

@@ -464,13 +464,19 @@ describe("luaworker work", function()
         assert.are.equal(0, H.r("ZCARD", reserved))
     end)
 
-    it("rejects a negative release delay with a clear error", function()
-        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function(job) job:release(-1) end }" })
-        local p = spec_job("ok")
-        H.push(p)
-        work()
-        assert.matches("Spec.lua:1: job:release%(delay%): expected a number of seconds >= 0, got %-1",
-            H.failed_record(p.uuid).exception)
+    it("rejects a negative, endless or too long release delay with a clear error", function()
+        for _, delay in ipairs({ "-1", "math.huge", "2^31" }) do
+            H.flush()
+            handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function(job) job:release("
+                .. delay .. ") end }" })
+            local p = spec_job("ok")
+            H.push(p)
+            work()
+            assert.matches("Spec.lua:1: job:release%(delay%): expected a number of seconds from 0 to "
+                .. "2147483647, got ", H.failed_record(p.uuid).exception)
+            local _, delayed = H.keys()
+            assert.are.equal(0, H.r("ZCARD", delayed))
+        end
     end)
 
     it("warns when --timeout is not below --retry-after", function()

@@ -16,8 +16,15 @@ end
 -- An error or notice, on stderr. job (a job, or nil) names the line by its payload
 -- id. Each line is one write, so the lines of worker processes sharing the stream
 -- do not tear into each other.
+-- The longest message a line holds; the rest is said as its length (a handler's
+-- error of 100 MB is kept whole in the failed store, not in the log).
+local LONGEST = 65536
+
 function M.error(message, job)
     local where = job and ("[" .. M.text(job:id()) .. "] ") or " "
+    if #message > LONGEST then
+        message = message:sub(1, LONGEST) .. string.format("... (%d more bytes)", #message - LONGEST)
+    end
     io.stderr:write("[" .. os.date("%Y-%m-%d %H:%M:%S") .. "]" .. where .. message .. "\n")
     io.stderr:flush()
 end

@@ -10,7 +10,7 @@
 #include "php/php_meta.h"
 
 #define PG_META "luaworker.pg"
-#define MAX_PARAMS 4096
+#define MAX_PARAMS 65535          /* the protocol's own limit on parameters */
 
 /* A connection: libpq's, watched by the loop while a task waits on it. Owned by
  * its userdata; pg_close (or its collection) ends it. */

@@ -103,11 +103,12 @@ local function check(opts)
     if opts.body ~= nil and type(opts.body) ~= "string" then
         error("luaworker.http.request: body must be a string, got " .. type(opts.body), 3)
     end
-    for _, name in ipairs({ "timeout", "max_size", "redirects" }) do
+    -- bounds the C side can hold (curl takes whole milliseconds and a long)
+    for name, most in pairs({ timeout = 86400, max_size = 2 ^ 53, redirects = 1000 }) do
         local v = opts[name]
-        if v ~= nil and (type(v) ~= "number" or not (v >= 0) or v == math.huge) then
-            error("luaworker.http.request: " .. name .. " must be a number >= 0, got "
-                .. tostring(v), 3)
+        if v ~= nil and (type(v) ~= "number" or not (v >= 0 and v <= most)) then
+            error(string.format("luaworker.http.request: %s must be a number from 0 to %.0f, got %s",
+                name, most, tostring(v)), 3)
         end
     end
     return method

@@ -218,6 +218,9 @@ end
 local PASSING_CLASSES = { ["08"] = true, ["40"] = true, ["53"] = true, ["57"] = true, ["58"] = true }
 local PASSING_STATES = { ["25006"] = true, ["55P03"] = true }
 local PASSING_MYSQL = { ["1205"] = true, ["1290"] = true, ["1836"] = true }
+-- MySQL's numbers of errors that last though their SQLSTATE's class passes: a record
+-- over max_allowed_packet (1153, 08S01).
+local LASTING_MYSQL = { ["1153"] = true }
 
 -- A QueryException's SQLSTATE and, for MySQL's, its error number.
 local function query_error_codes(err)
@@ -235,6 +238,7 @@ local function passing_query_error(err)
     local state, number = query_error_codes(err)
     -- a login refused (MySQL's 28000; libpq's comes as a lost connection) lasts
     if state and state:sub(1, 2) == "28" then return false end
+    if LASTING_MYSQL[number] then return false end
     if db.lost_connection(err) then return true end
     if not state then return false end
     return PASSING_CLASSES[state:sub(1, 2)] or PASSING_STATES[state] or PASSING_MYSQL[number] or false

@@ -11,6 +11,10 @@ local call_queued_handler = require "luaworker.worker.call_queued_handler"
 
 local value = payload_values.value
 
+-- The longest release delay: its score stays a whole number of seconds Redis and
+-- PHP read back (68 years).
+local MAX_DELAY = 2147483647
+
 local Job = {}
 Job.__index = Job
 Job.__name = "luaworker.worker.job"
@@ -135,8 +139,9 @@ end
 -- as another attempt.
 function Job:release(delay)
     if delay == nil then delay = 0 end
-    if type(delay) ~= "number" or delay < 0 or delay ~= delay then
-        error("job:release(delay): expected a number of seconds >= 0, got " .. tostring(delay), 2)
+    if type(delay) ~= "number" or not (delay >= 0 and delay <= MAX_DELAY) then
+        error("job:release(delay): expected a number of seconds from 0 to " .. MAX_DELAY .. ", got "
+            .. tostring(delay), 2)
     end
     self._released = true
     queue.release(self._queue, self._reserved, host.now() + math.floor(delay))
