@@ -269,6 +269,32 @@ end }
         assert.is_nil(r.stderr:find("sekrit-from-the-server", 1, true), r.stderr)
     end)
 
+    it("starts the worker and runs its jobs while the failed-job store's database accepts "
+        .. "connections and never answers", function()
+        H.flush()
+        -- a listener that takes connections and never says a word (a wedged server, a
+        -- port of another service)
+        local port = math.random(20000, 40000)
+        local hole = background(string.format("exec lua5.2 -e \"local s = require('socket').bind('127.0.0.1', "
+            .. "%d) local held = {} while true do held[#held + 1] = s:accept() end\"", port))
+        H.wait_until(function() return up(port) end, 10, "the silent listener")
+        local ran = H.handlers({ ["App/Jobs/Plain.lua"] = H.RECORD_ID })
+        local p = payload("App\\Jobs\\Plain", 1)
+        H.push(p)
+        local w = H.spawn({ "work", "--handlers=" .. ran, "--sleep=0.1", "--no-watch" },
+            { env = pg.env({ DB_PORT = tostring(port), QUEUE_FAILED_DRIVER = false }) })
+        finally(function() kill_hard(w) end)
+        -- it was: the start check of the failed_jobs table waits for the server for ever,
+        -- silently: no job runs, nothing is logged
+        local ok = pcall(H.wait_until, function() return H.r("LLEN", "spec:ran") > 0 end, 20)
+        -- and a stop signal ends it (today: TERM is not heard; the worker waits on)
+        w:kill("TERM")
+        local stopped = pcall(H.wait_until, function() return w:status() ~= nil end, 10)
+        os.execute("kill " .. hole .. " 2>/dev/null")
+        assert.is_true(ok, "no job ran; stderr: " .. w:stderr())
+        assert.is_true(stopped, "TERM did not stop it")
+    end)
+
     it("ends a COPY statement (the server then waits for data) with an error of that job: the worker "
         .. "does not spin, and the job beside it finishes", function()
         H.flush()

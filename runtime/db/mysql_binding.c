@@ -16,6 +16,10 @@ static const char *const setting_names[SETTINGS] = {
     "host", "user", "password", "database", "socket", "charset", "init", "ssl_ca", "port"
 };
 
+/* A server that does not answer a connection's set-up within this many seconds is
+ * taken for down. */
+#define CONNECT_TIMEOUT 10
+
 static struct my_conn *check_conn(lua_State *L, int idx)
 {
     struct my_conn **p = luaL_checkudata(L, idx, MYSQL_META);
@@ -34,7 +38,12 @@ static void cancel_wait(struct vm_waiter *w)
 
 /* Makes the calling task wait for the step started with st (its _start's result);
  * yields. A step that already ended is advanced at the loop's next turn. */
-static int wait_for(lua_State *L, struct my_conn *c, int st)
+static void connect_timed_out(struct vm_waiter *w)
+{
+    mysql_conn_timed_out(w->data);
+}
+
+static int wait_for(lua_State *L, struct my_conn *c, double deadline, int st)
 {
     struct vm_waiter *w = vm_waiter_take(c->h);
     if (!w) {
@@ -44,6 +53,8 @@ static int wait_for(lua_State *L, struct my_conn *c, int st)
     w->data = c;
     w->cancel = cancel_wait;
     vm_waiter_link(w);
+    if (deadline > 0)
+        vm_waiter_deadline(w, deadline, connect_timed_out);
     c->w = w;
     if (st) {
         mysql_conn_proceed(c, st);
@@ -116,7 +127,7 @@ static int l_host_mysql_connected(lua_State *L)
     unsigned int port = s[SETTING_PORT] ? (unsigned int)strtoul(s[SETTING_PORT], NULL, 10) : 0;
     c->step = STEP_CONNECT;
     lua_settop(L, 1);  /* keeps the connection alive while the task waits */
-    return wait_for(L, c,
+    return wait_for(L, c, CONNECT_TIMEOUT,
                     c->my->real_connect_start(&c->ret.mysql, c->mysql, s[SETTING_HOST],
                                               s[SETTING_USER], s[SETTING_PASSWORD],
                                               s[SETTING_DATABASE], port, s[SETTING_SOCKET],
@@ -144,7 +155,7 @@ static int l_host_mysql_query(lua_State *L)
     if (n == 0) {
         c->step = STEP_QUERY;
         lua_settop(L, 2);  /* the text stays while the statement is sent */
-        return wait_for(L, c, my->real_query_start(&c->ret.i, c->mysql, sql, (unsigned long)len));
+        return wait_for(L, c, 0, my->real_query_start(&c->ret.i, c->mysql, sql, (unsigned long)len));
     }
     c->params = mysql_values_bind(L, 4, (unsigned long)n);
     c->nparams = (unsigned long)n;
@@ -155,7 +166,7 @@ static int l_host_mysql_query(lua_State *L)
     }
     c->step = STEP_PREPARE;
     lua_settop(L, 2);  /* the text stays while the statement is prepared */
-    return wait_for(L, c, my->stmt_prepare_start(&c->ret.i, c->stmt, sql, (unsigned long)len));
+    return wait_for(L, c, 0, my->stmt_prepare_start(&c->ret.i, c->stmt, sql, (unsigned long)len));
 }
 
 /* host.mysql_close(connection): ends it (again is harmless). */

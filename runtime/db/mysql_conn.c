@@ -381,3 +381,12 @@ void mysql_conn_on_io(struct ev_loop *loop, ev_io *io, int revents)
                  (revents & EV_WRITE ? MYSQL_WAIT_WRITE : 0);
     mysql_conn_proceed(c, cont(c, status));
 }
+
+void mysql_conn_timed_out(struct my_conn *c)
+{
+    struct mysql_outcome o = { .my = c->my, .connected = 1 };
+    note_error(c, &o, 2013, "Lost connection to server at 'handshake': the server did not answer "
+               "within 10 seconds", "HY000");
+    mysql_conn_close(c);
+    finish(c, &o);
+}

@@ -63,6 +63,10 @@ void mysql_conn_close(struct my_conn *c);
 /* Goes on after a _start or _cont returned st: waits for the socket, or advances. */
 void mysql_conn_proceed(struct my_conn *c, int st);
 
+/* Ends c's set-up that took too long: closed, its task resumed with a connection
+ * failure (2013). */
+void mysql_conn_timed_out(struct my_conn *c);
+
 /* The loop's callback for c's socket (c->io.data is c). */
 void mysql_conn_on_io(struct ev_loop *loop, ev_io *io, int revents);
 

@@ -349,6 +349,18 @@ static int l_host_pg_open(lua_State *L)
 
 /* host.pg_connected(connection) -> true | (false, message, nil, "connection"): waits
  * until the connection host.pg_open started is set up. Yields. */
+/* A server that does not answer a connection's set-up within this many seconds
+ * is taken for down (libpq's own connect_timeout does not apply to an
+ * asynchronous connect). */
+#define CONNECT_TIMEOUT 10
+
+static void connect_timed_out(struct vm_waiter *w)
+{
+    struct pg_conn *c = w->data;
+    close_conn(c);
+    finish_wait(c, "timeout expired: the server did not answer within 10 seconds", 0);
+}
+
 static int l_host_pg_connected(lua_State *L)
 {
     vm_check_wait(L);
@@ -356,7 +368,11 @@ static int l_host_pg_connected(lua_State *L)
     if (!c->conn || !c->connecting)
         return luaL_error(L, "the connection is not being set up");
     lua_settop(L, 1);  /* keeps the connection alive while the task waits */
-    return wait_on(L, c, EV_WRITE);
+    struct vm_waiter *w = vm_waiter_start(L, c->h, c, cancel_wait);
+    c->w = w;
+    vm_waiter_deadline(w, CONNECT_TIMEOUT, connect_timed_out);
+    watch(c, EV_WRITE);
+    return vm_yield(L, w->ticket);
 }
 
 /* host.pg_query(connection, sql, n, param1..paramN) -> as push_outcome. A param is

@@ -98,8 +98,30 @@ struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
     return w;
 }
 
+static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct vm_waiter *w = t->data;
+    void (*expire)(struct vm_waiter *) = w->expire;
+    w->expire = NULL;
+    expire(w);
+}
+
+void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(struct vm_waiter *w))
+{
+    w->expire = expire;
+    ev_timer_init(&w->timer, on_deadline, seconds, 0.);
+    w->timer.data = w;
+    ev_timer_start(w->h->loop, &w->timer);
+}
+
 void vm_waiter_drop(struct vm_waiter *w)
 {
+    if (w->expire) {
+        ev_timer_stop(w->h->loop, &w->timer);
+        w->expire = NULL;
+    }
     vm_waiter_unlink(w);
     vm_waiter_give(w);
 }

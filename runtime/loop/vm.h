@@ -41,6 +41,7 @@ struct vm_waiter {
     int wakeable;                   /* a signal ends it early (host.sleep) */
     void *data;                     /* what its cancel ends (a request, a connection) */
     void (*cancel)(struct vm_waiter *w);  /* ends it, its ticket never brought */
+    void (*expire)(struct vm_waiter *w);  /* its deadline's, while one runs */
     struct vm_waiter *prev, *next;
 };
 
@@ -150,6 +151,10 @@ void vm_waiter_give(struct vm_waiter *w);
  * h->waits. Raises out of memory in L. */
 struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
                                   void (*cancel)(struct vm_waiter *w));
+
+/* Ends w's wait with expire(w) if it has not ended within seconds (w's timer: for
+ * a wait that is not a timer, a connection's set-up). vm_waiter_drop stops it. */
+void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(struct vm_waiter *w));
 
 /* Takes w out of h->waits and gives it back (its wait ended, or was cancelled). */
 void vm_waiter_drop(struct vm_waiter *w);
