@@ -3,38 +3,17 @@
 -- the password, scram-sha-256), torn down at the end.
 local H = require "spec.helpers"
 
-local PASSWORD = "spec-pa55word"
--- the newest PostgreSQL Debian installed
-local BIN = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
-    or "/usr/lib/postgresql/bin") .. "/"
-local dir, port
-
-local function sh(cmd)
-    assert(os.execute(cmd), cmd)
-end
+-- the cluster (H.postgresql; PostgreSQL's defaults: a statement goes on when its
+-- client is gone), and what the specs use of it
+local cluster, PASSWORD, BIN, dir, port
 
 local function start_cluster()
-    -- a directory of its own: nobody cannot enter the specs' private one
-    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
-    dir = f:read("*l")
-    f:close()
-    port = math.random(20000, 40000)
-    sh("chown nobody " .. H.quote(dir))
-    H.write_file(dir .. "/pw", PASSWORD .. "\n")
-    sh("chown nobody " .. H.quote(dir .. "/pw"))
-    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
-        .. "--auth-host=scram-sha-256 --auth-local=trust >/dev/null 2>&1", BIN, dir, dir))
-    -- PostgreSQL's defaults: a statement goes on when its client is gone
-    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
-        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", BIN, dir, dir, port, dir))
+    cluster = H.postgresql()
+    PASSWORD, BIN, dir, port = cluster.password, cluster.bin, cluster.dir, cluster.port
 end
 
 local function stop_cluster()
-    if dir then
-        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop "
-            .. ">/dev/null 2>&1", BIN, dir))
-        os.execute("rm -rf " .. H.quote(dir))
-    end
+    if cluster then cluster.remove() end
 end
 
 local function env(extra)

@@ -290,45 +290,6 @@ describe("failed jobs in MariaDB's failed_jobs table, and while the database is 
     end)
 end)
 
--- A throwaway PostgreSQL cluster, as spec/db_spec.lua starts one: {port, env(extra)
--- (the DB_ variables of its pgsql connection, with extra), psql(sql) (the output),
--- remove()}.
-local function postgresql()
-    local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
-        or "/usr/lib/postgresql/bin") .. "/"
-    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
-    local pg = { dir = f:read("*l"), password = "spec-pg-pa55word", port = math.random(20000, 40000) }
-    f:close()
-    local function sh(cmd) assert(os.execute(cmd), cmd) end
-    sh("chown nobody " .. H.quote(pg.dir))
-    H.write_file(pg.dir .. "/pw", pg.password .. "\n")
-    sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
-    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
-        .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null 2>&1", bin, pg.dir,
-        pg.dir))
-    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
-        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir))
-    function pg.env(extra)
-        local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
-            DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = pg.password }
-        for k, v in pairs(extra or {}) do e[k] = v end
-        return e
-    end
-    function pg.psql(sql)
-        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
-            .. "-q postgres 2>&1", bin, pg.dir, pg.port, H.quote(sql)))
-        local out = p:read("*a")
-        p:close()
-        return out
-    end
-    function pg.remove()
-        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
-            bin, pg.dir))
-        os.execute("rm -rf " .. H.quote(pg.dir))
-    end
-    return pg
-end
-
 -- Laravel's failed_jobs migration (uuid) as PostgreSQL runs it, for table name.
 local function pgsql_table(name)
     return "create table " .. name .. " (id bigserial primary key, uuid varchar(255) not null unique, "
@@ -341,7 +302,7 @@ describe("failed jobs in PostgreSQL's failed_jobs table", function()
     setup(function()
         handlers = H.handlers({ ["App/Jobs/Failing.lua"] = FAILING, ["App/Jobs/NotUtf8.lua"] = NOT_UTF8,
             ["App/Jobs/Spec.lua"] = H.RECORD_ID })
-        pg = postgresql()
+        pg = H.postgresql()
         assert.are.equal("", pg.psql(pgsql_table("failed_jobs")))
         workers = H.worker_set()
     end)

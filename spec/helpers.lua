@@ -467,6 +467,47 @@ end
 
 local laravel_ready = false
 
+-- A throwaway PostgreSQL cluster (Debian's newest: initdb and pg_ctl as the user
+-- nobody, in a directory of its own; TCP logins need the password,
+-- scram-sha-256): {port, dir, password, bin, env(extra) (the DB_ variables of its
+-- pgsql connection, with extra), psql(sql) (its output, through the trusted
+-- socket), remove()}.
+function H.postgresql()
+    local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
+        or "/usr/lib/postgresql/bin") .. "/"
+    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
+    local pg = { dir = f:read("*l"), password = "spec-pg-pa55word", port = math.random(20000, 40000), bin = bin }
+    f:close()
+    local function sh(cmd) assert(os.execute(cmd), cmd) end
+    sh("chown nobody " .. H.quote(pg.dir))
+    H.write_file(pg.dir .. "/pw", pg.password .. "\n")
+    sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
+    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
+        .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null 2>&1", bin, pg.dir,
+        pg.dir))
+    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir))
+    function pg.env(extra)
+        local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
+            DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = pg.password }
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+    function pg.psql(sql)
+        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
+            .. "-q postgres 2>&1", bin, pg.dir, pg.port, H.quote(sql)))
+        local out = p:read("*a")
+        p:close()
+        return out
+    end
+    function pg.remove()
+        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
+            bin, pg.dir))
+        os.execute("rm -rf " .. H.quote(pg.dir))
+    end
+    return pg
+end
+
 -- Makes sure examples/laravel is set up (storage, SQLite failed_jobs table).
 function H.laravel_setup()
     if laravel_ready then return end

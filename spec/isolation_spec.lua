@@ -192,42 +192,17 @@ end }
     end)
 end)
 
--- A throwaway PostgreSQL cluster, as spec/db_spec.lua's.
-local PG_PASSWORD = "spec-pa55word"
-local PG_BIN = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
-    or "/usr/lib/postgresql/bin") .. "/"
-
+-- A throwaway PostgreSQL cluster (H.postgresql) whose env puts failed jobs in
+-- luaworker's Redis store.
 local function pg_start()
-    local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
-    local pg = { dir = f:read("*l"), port = math.random(20000, 40000) }
-    f:close()
-    local function sh(cmd) assert(os.execute(cmd), cmd) end
-    sh("chown nobody " .. H.quote(pg.dir))
-    H.write_file(pg.dir .. "/pw", PG_PASSWORD .. "\n")
-    sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
-    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
-        .. "--auth-host=scram-sha-256 --auth-local=trust >/dev/null 2>&1", PG_BIN, pg.dir, pg.dir))
-    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
-        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", PG_BIN, pg.dir, pg.dir, pg.port, pg.dir))
+    local pg = H.postgresql()
+    local env = pg.env
     function pg.env(extra)
-        local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
-            DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = PG_PASSWORD,
-            QUEUE_FAILED_DRIVER = "luaworker-redis" }
+        local e = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" })
         for k, v in pairs(extra or {}) do e[k] = v end
         return e
     end
-    function pg.psql(sql)
-        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
-            .. "postgres 2>&1", PG_BIN, pg.dir, pg.port, H.quote(sql)))
-        local out = p:read("*a")
-        p:close()
-        return out
-    end
-    function pg.stop()
-        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
-            PG_BIN, pg.dir))
-        os.execute("rm -rf " .. H.quote(pg.dir))
-    end
+    pg.stop = pg.remove
     return pg
 end
 
