@@ -137,6 +137,7 @@ end)
 describe("luaworker.http against a hostile server", function()
     local port, pid, bomb
     local workers = H.worker_set()
+    after_each(workers.stop_all)
 
     setup(function()
         port = math.random(20000, 40000)
@@ -209,6 +210,7 @@ end
 describe("luaworker.db on PostgreSQL, as a hostile handler and server", function()
     local pg
     local workers = H.worker_set()
+    after_each(workers.stop_all)
     setup(function() pg = pg_start() end)
     teardown(function()
         workers.stop_all()
@@ -365,6 +367,7 @@ end)
 describe("luaworker.db and failed_jobs on MariaDB, as a hostile handler and server", function()
     local server
     local workers = H.worker_set()
+    after_each(workers.stop_all)
     setup(function()
         server = H.mariadb()
         assert.are.equal("", server.root("create table failed_jobs (id bigint unsigned auto_increment "
@@ -455,7 +458,7 @@ end }
         -- is on): a rogue or man-in-the-middle server reads any file the worker can
         -- (the app's .env), on any statement
         assert.are.equal("", server.root("select line from imported"))
-        assert.are.equal("false", H.r("LRANGE", "spec:infile", 0, 0)[1])
+        assert.are.equal("false", H.r("LRANGE", "spec:infile", 0, 0)[1], r.stdout .. r.stderr)
     end)
 end)
 
