@@ -75,10 +75,13 @@ $(OBJ)/%.o: runtime/%.c
 
 # C specs (spec/unit/*_spec.c): programs printing TAP, each linked with the part of
 # the host it checks; spec/run runs them.
-C_SPEC = $(OBJ)/spec/slot_spec
+C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_depth_spec
 $(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+$(OBJ)/spec/reply_depth_spec: spec/unit/reply_depth_spec.c $(OBJ)/redis/reply_depth.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lhiredis
 
 # Host-side Lua is compiled into the binary, each file a module named after its
 # folder and file, so that a require says where the file is:

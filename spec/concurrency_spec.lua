@@ -1,7 +1,8 @@
 -- --concurrency: many jobs in flight in one worker process, each in a task of its
 -- own; their hooks; timeouts of jobs that wait (stopped where they wait, the
 -- process goes on) and of a job that keeps the CPU (its process ended, the jobs it
--- had in flight settled); stopping with jobs in flight.
+-- had in flight settled); stopping with jobs in flight; a reply one job asked for
+-- that the Redis client cannot read fails that job's call alone.
 local H = require "spec.helpers"
 
 -- Each run: INCR spec:now and push the count (how many run at this moment) to
@@ -265,5 +266,62 @@ return { handle = function(job) luaworker.sleep(1.5); luaworker.redis("RPUSH", "
         assert.are.same({ "new v2", "old1 v1", "old2 v1" }, got)
         w:kill("TERM")
         assert.are.equal(0, w:wait())
+    end)
+end)
+
+describe("a handler's Redis reply nested deeper than the Redis client reads", function()
+    -- App\Jobs\Nest (n = 1): an EVAL that keeps Redis 300 ms, then returns `depth`
+    -- nested arrays (hiredis 0.14 reads 8 levels), and records the outcome a second
+    -- later. App\Jobs\Nest (n = 2), the job beside it: an INCR sent while that EVAL
+    -- runs, its reply recorded in spec:beside.
+    local function nest_handlers(depth)
+        return H.handlers({ ["App/Jobs/Nest.lua"] = [[
+local lw = require "luaworker"
+local SCRIPT = "local t0 = redis.call('TIME') local s = t0[1] * 1e6 + t0[2] "
+    .. "repeat local t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 300000 "
+    .. "return ]] .. string.rep("{", depth) .. "7" .. string.rep("}", depth) .. [["
+return { handle = function(job, command)
+    if command.n == 1 then
+        local ok, value = pcall(lw.redis, "EVAL", SCRIPT, 0)
+        local depth = 0
+        while ok and type(value) == "table" do depth, value = depth + 1, value[1] end
+        lw.sleep(1)
+        lw.redis("RPUSH", "spec:nest", tostring(ok), ok and depth .. ":" .. value or tostring(value))
+    else
+        lw.sleep(0.1)
+        lw.redis("RPUSH", "spec:beside", lw.redis("INCR", "spec:x"))
+    end
+end }
+]] })
+    end
+
+    local function run_both(depth)
+        H.flush()
+        H.push(H.class_payload("App\\Jobs\\Nest", {}, { { "n", "i:2;" } }))
+        H.push(H.class_payload("App\\Jobs\\Nest", {}, { { "n", "i:1;" } }))
+        local r = H.run({ "work", "--handlers=" .. nest_handlers(depth), "--concurrency=2", "--sleep=0.1",
+            "--stop-when-empty", "--no-watch" }, { timeout = 30 })
+        assert.are.equal(0, r.status, r.stderr)
+        return H.r("LRANGE", "spec:nest", 0, -1), r
+    end
+
+    it("fails only the call that asked for it: the INCR of the job beside it gets its reply", function()
+        -- before: the beside job failed with "Redis connection to ... lost: No support for
+        -- nested multi bulk replies with depth > 7", though its INCR ran, and a
+        -- --stop-when-empty run could end at once with "gave up after 10s"
+        for _ = 1, 3 do
+            local nest, r = run_both(10)
+            assert.are.equal("false", nest[1])
+            assert.truthy(nest[2]:find("reads arrays nested 8 deep at most; this reply nests deeper: "
+                .. "the command ran, its reply is dropped", 1, true), nest[2])
+            assert.are.same({ "1" }, H.r("LRANGE", "spec:beside", 0, -1))
+            assert.are.equal(0, H.r("ZCARD", H.prefix .. "luaworker:failed_jobs"))
+            assert.is_nil(r.stderr:find("lost", 1, true), r.stderr)
+        end
+    end)
+
+    it("reads a reply 8 levels deep whole", function()
+        assert.are.same({ "true", "8:7" }, (run_both(8)))
+        assert.are.same({ "1" }, H.r("LRANGE", "spec:beside", 0, -1))
     end)
 end)

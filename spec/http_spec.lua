@@ -367,7 +367,9 @@ end }
         end
 
         it("waits on 50 requests at once in one process", function()
-            for _ = 1, 50 do H.push(http_job(1000)) end
+            -- each answered after 4 s: on a loaded machine the 50 pops may take over a
+            -- second, and the first requests must still be waiting when the last starts
+            for _ = 1, 50 do H.push(http_job(4000)) end
             local w = start({ "--concurrency=50" })
             H.wait_until(function() return H.r("LLEN", "spec:done") == 50 end, 30, "the 50 jobs")
             -- the server had all 50 waiting at once

@@ -27,10 +27,10 @@
 
 /* A wait in progress: its ticket and, for one that can be cancelled (a timer of
  * loop/waits, a request of http_binding), how, and its place in the vm's list of
- * those. Taken with vm_waiter_take, given back with vm_waiter_give (kept for
- * reuse, with its ticket: a ticket is in use by one wait at a time, from its start
- * until its result reaches the scheduler or it is cancelled). Tickets below
- * VM_FIRST_WAITER_TICKET are the bindings' own, for waits one at a time (see
+ * those (loop/waiter.c). Taken with vm_waiter_take, given back with vm_waiter_give
+ * (kept for reuse, with its ticket: a ticket is in use by one wait at a time, from
+ * its start until its result reaches the scheduler or it is cancelled). Tickets
+ * below VM_FIRST_WAITER_TICKET are the bindings' own, for waits one at a time (see
  * redis_binding.h). */
 enum { VM_FIRST_WAITER_TICKET = 3 };
 

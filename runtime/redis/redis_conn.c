@@ -1,12 +1,25 @@
 #include "redis/redis_conn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ev.h>
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
+
+#include "redis/reply_depth.h"
+
+#if HIREDIS_MAJOR == 0
+/* hiredis 0.14 exports it without declaring it: it hands the replies its reader
+ * holds to their callbacks, as redisAsyncHandleRead does after reading. Replies
+ * are read through reply_depth only with hiredis 0.x, whose reader stops at 8
+ * levels of arrays; 1.0's reads any depth. */
+void redisProcessCallbacks(redisAsyncContext *ac);
+#define READ_THROUGH_REPLY_DEPTH 1
+#endif
 
 /* One command in flight, or kept for the next connection. Script calls and kept
  * commands own a copy of their arguments (argv, argvlen and the bytes, in one
@@ -24,6 +37,13 @@ struct pending {
     struct pending *next;   /* in conn->kept */
 };
 
+/* The reply filter of one of a redis_conn's connections (while it is open). */
+struct stream {
+    redisAsyncContext *ac;
+    struct reply_depth depth;
+    struct stream *next;
+};
+
 struct redis_conn {
     struct ev_loop *loop;
     redisAsyncContext *ac;         /* NULL while disconnected */
@@ -36,19 +56,112 @@ struct redis_conn {
     struct pending *kept;          /* REDIS_CONN_KEEP commands for the next connection */
     struct pending **kept_tail;
     int freeing;                   /* in redis_conn_free: nothing is kept any more */
+    struct stream *streams;        /* of the connections still open */
 };
+
+static struct stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
+{
+    struct stream *s = c ? c->streams : NULL;
+    while (s && s->ac != ac)
+        s = s->next;
+    return s;
+}
+
+static void stream_drop(struct redis_conn *c, const redisAsyncContext *ac)
+{
+    for (struct stream **at = &c->streams; *at; at = &(*at)->next) {
+        if ((*at)->ac == ac) {
+            struct stream *s = *at;
+            *at = s->next;
+            free(s);
+            return;
+        }
+    }
+}
+
+#ifdef READ_THROUGH_REPLY_DEPTH
+static int feed_reader(void *reader, const char *bytes, size_t len)
+{
+    return redisReaderFeed(reader, bytes, len) == REDIS_OK ? 0 : -1;
+}
+
+/* The read watcher of a connection with a stream, in place of the adapter's: what
+ * redisAsyncHandleRead does, with the bytes read passed through reply_depth. The
+ * connection's set-up, its end and a read error are left to hiredis, which reads
+ * them again itself. */
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    redisAsyncContext *ac = ((redisLibevEvents *)w->data)->context;
+    redisContext *rc = &ac->c;
+    struct stream *s = stream_of(ac->data, ac);
+    if (!s || !(rc->flags & REDIS_CONNECTED) || rc->err) {
+        redisAsyncHandleRead(ac);
+        return;
+    }
+    char buf[16 * 1024];
+    ssize_t got = read(rc->fd, buf, sizeof buf);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (got <= 0) {
+        redisAsyncHandleRead(ac);
+        return;
+    }
+    /* a reader that refuses the bytes keeps its error for redisProcessCallbacks,
+     * which then ends the connection */
+    reply_depth_feed(&s->depth, buf, (size_t)got, feed_reader, rc->reader);
+    redisProcessCallbacks(ac);
+}
+#endif
+
+/* Reads ac through a stream of its own (reply_depth), where hiredis needs it. */
+static void read_through_stream(struct redis_conn *c, redisAsyncContext *ac)
+{
+#ifdef READ_THROUGH_REPLY_DEPTH
+    struct stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return;  /* read as hiredis reads */
+    s->ac = ac;
+    s->next = c->streams;
+    c->streams = s;
+    ev_set_cb(&((redisLibevEvents *)ac->ev.data)->rev, on_readable);
+#else
+    (void)c;
+    (void)ac;
+#endif
+}
+
+/* Whether reply holds the error reply_depth put in place of an array too deep. */
+static int holds_replacement(const redisReply *r)
+{
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_ERROR && e->len == sizeof REPLY_DEPTH_ERROR - 1 &&
+            memcmp(e->str, REPLY_DEPTH_ERROR, e->len) == 0)
+            return 1;
+        if (e->type == REDIS_REPLY_ARRAY && holds_replacement(e))
+            return 1;
+    }
+    return 0;
+}
 
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct redis_conn *c = ac->data;
-    if (status != REDIS_OK && c && c->ac == ac)
-        c->ac = NULL;  /* hiredis frees ac after this callback */
+    if (status != REDIS_OK && c) {
+        stream_drop(c, ac);  /* hiredis frees ac after this callback */
+        if (c->ac == ac)
+            c->ac = NULL;
+    }
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     (void)status;
     struct redis_conn *c = ac->data;
+    if (c)
+        stream_drop(c, ac);
     if (c && c->ac == ac)
         c->ac = NULL;
     if (c && c->failed_ac == ac)
@@ -105,6 +218,7 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
     ac->data = c;
     c->connects++;
     redisLibevAttach(c->loop, ac);
+    read_through_stream(c, ac);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     if (c->settings.password[0]) {
@@ -223,6 +337,18 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
+    struct stream *s;
+    redisReply replaced;
+    if (reply && reply->type == REDIS_REPLY_ARRAY && (s = stream_of(c, ac)) && s->depth.replaced &&
+        holds_replacement(reply)) {
+        /* an array too deep for the reader: this command alone gets an error */
+        s->depth.replaced--;
+        memset(&replaced, 0, sizeof replaced);
+        replaced.type = REDIS_REPLY_ERROR;
+        replaced.str = (char *)REPLY_DEPTH_ERROR;
+        replaced.len = sizeof REPLY_DEPTH_ERROR - 1;
+        reply = &replaced;
+    }
     if (reply && ac != c->failed_ac) {
         p->fn(p->data, reply, NULL, 0);
         pending_free(p);
@@ -330,5 +456,7 @@ void redis_conn_free(struct redis_conn *c)
         p->fn(p->data, NULL, "connection closed", REDIS_CONN_LOST);
         pending_free(p);
     }
+    while (c->streams)
+        stream_drop(c, c->streams->ac);
     free(c);
 }

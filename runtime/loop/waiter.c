@@ -1,0 +1,97 @@
+/* waiter: the waits of a vm's tasks (declared in loop/vm.h): tickets taken and
+ * given back for reuse, the list of waits that can be cancelled, and a deadline
+ * for a wait that is not a timer. Uses libev. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "loop/vm.h"
+
+struct vm_waiter *vm_waiter_take(struct vm *h)
+{
+    struct vm_waiter *w = h->spare;
+    double ticket;
+    if (w) {
+        h->spare = w->next;
+        ticket = w->ticket;
+    } else if ((w = malloc(sizeof *w))) {
+        ticket = VM_FIRST_WAITER_TICKET + h->waiters++;
+    } else {
+        return NULL;
+    }
+    memset(w, 0, sizeof *w);
+    w->h = h;
+    w->ticket = ticket;
+    return w;
+}
+
+void vm_waiter_link(struct vm_waiter *w)
+{
+    struct vm *h = w->h;
+    w->prev = NULL;
+    w->next = h->waits;
+    if (h->waits)
+        h->waits->prev = w;
+    h->waits = w;
+}
+
+void vm_waiter_unlink(struct vm_waiter *w)
+{
+    struct vm *h = w->h;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        h->waits = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
+struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
+                                  void (*cancel)(struct vm_waiter *w))
+{
+    struct vm_waiter *w = vm_waiter_take(h);
+    if (!w)
+        luaL_error(L, "out of memory");
+    w->data = data;
+    w->cancel = cancel;
+    vm_waiter_link(w);
+    return w;
+}
+
+static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct vm_waiter *w = t->data;
+    void (*expire)(struct vm_waiter *) = w->expire;
+    w->expire = NULL;
+    expire(w);
+}
+
+void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(struct vm_waiter *w))
+{
+    w->expire = expire;
+    ev_timer_init(&w->timer, on_deadline, seconds, 0.);
+    w->timer.data = w;
+    ev_timer_start(w->h->loop, &w->timer);
+}
+
+void vm_waiter_drop(struct vm_waiter *w)
+{
+    if (w->expire) {
+        ev_timer_stop(w->h->loop, &w->timer);
+        w->expire = NULL;
+    }
+    vm_waiter_unlink(w);
+    vm_waiter_give(w);
+}
+
+void vm_waiter_give(struct vm_waiter *w)
+{
+    struct vm *h = w->h;
+    w->cancel = NULL;
+    w->next = h->spare;
+    h->spare = w;
+}
