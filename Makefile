@@ -75,11 +75,11 @@ $(OBJ)/%.o: runtime/%.c
 
 # C specs (spec/unit/*_spec.c): programs printing TAP, each linked with the part of
 # the host it checks; spec/run runs them.
-C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_depth_spec
+C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_limits_spec
 $(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
-$(OBJ)/spec/reply_depth_spec: spec/unit/reply_depth_spec.c $(OBJ)/redis/reply_depth.o
+$(OBJ)/spec/reply_limits_spec: spec/unit/reply_limits_spec.c $(OBJ)/redis/reply_limits.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lhiredis
 

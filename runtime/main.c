@@ -160,29 +160,31 @@ int main(int argc, char **argv)
     }
 
     struct vm host;
-    int status;
-    if (vm_open(&host, &config, err, sizeof err) ||
-        redis_binding_open(&host, &scripts, err, sizeof err)) {
+    int status = 70;
+    const char *memory_limit = option_value(&cli, "memory-limit");
+    if (vm_open(&host, &config, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
-        status = 70;
-    } else if (slot_binding_attach(&host, slot_fd ? atoi(slot_fd) : -1)) {
-        fprintf(stderr, "luaworker: cannot map the slot shared with the supervisor\n");
-        status = 70;
     } else {
-        unsetenv(SLOT_ENV);
-        idle_wait_register(&host);
-        waits_register(&host);
-        system_register(&host);
-        http_binding_register(&host);
-        pg_binding_register(&host);
-        mysql_binding_register(&host);
-        sqlite_binding_register(&host);
-        file_store_binding_register(&host);
-        heartbeat_binding_register(&host);
-        const char *memory_limit = option_value(&cli, "memory-limit");
+        /* before the bindings: redis_binding limits the replies it reads to it */
         if (memory_limit)
             vm_set_memory_limit(&host, (size_t)strtoull(memory_limit, NULL, 10) << 20);
-        status = vm_run(&host, &cli);
+        if (redis_binding_open(&host, &scripts, err, sizeof err)) {
+            fprintf(stderr, "luaworker: %s\n", err);
+        } else if (slot_binding_attach(&host, slot_fd ? atoi(slot_fd) : -1)) {
+            fprintf(stderr, "luaworker: cannot map the slot shared with the supervisor\n");
+        } else {
+            unsetenv(SLOT_ENV);
+            idle_wait_register(&host);
+            waits_register(&host);
+            system_register(&host);
+            http_binding_register(&host);
+            pg_binding_register(&host);
+            mysql_binding_register(&host);
+            sqlite_binding_register(&host);
+            file_store_binding_register(&host);
+            heartbeat_binding_register(&host);
+            status = vm_run(&host, &cli);
+        }
     }
     vm_close(&host);
     fflush(stdout);

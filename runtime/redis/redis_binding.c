@@ -56,7 +56,9 @@ static void push_reply(lua_State *L, const redisReply *r, int top)
 
 static const char *loss_kind(enum redis_conn_loss loss)
 {
-    return loss == REDIS_CONN_UNSENT ? "unreachable" : "connection";
+    return loss == REDIS_CONN_UNSENT ? "unreachable"
+           : loss == REDIS_CONN_TOO_BIG ? "memory"
+                                        : "connection";
 }
 
 /* Pushes (true, reply) or (false, message, kind); returns how many. */
@@ -475,6 +477,11 @@ int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
+        /* a string the heap cannot hold is dropped unread (vm_resume_with would
+         * refuse it, after the reader had held it whole) */
+        char what[64];
+        snprintf(what, sizeof what, "--memory-limit=%zu (MB)", h->heap_limit >> 20);
+        redis_conn_limit_strings(rb.conns[i], (long long)h->heap_limit, what);
     }
     vm_add_functions(h, functions);
     return 0;

@@ -27,8 +27,9 @@ enum { REDIS_BINDING_QUEUE = 0, REDIS_BINDING_CACHE = 1, REDIS_BINDING_BLOCK = 2
 #define REDIS_BINDING_MAX_ARGS 1024
 
 /* Makes the connections of h's configuration (taking ownership of scripts), adds
- * the functions to h's "luaworker.host", and closes the connections with h.
- * Returns 0, or -1 with err set. */
+ * the functions to h's "luaworker.host", and closes the connections with h. Their
+ * replies' strings are limited to h's heap limit (set it first): a longer one
+ * fails its command, unread, as kind "memory". Returns 0, or -1 with err set. */
 int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t errlen);
 
 /* The connection which (REDIS_BINDING_QUEUE...), for the other bindings. */

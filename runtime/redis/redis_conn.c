@@ -10,15 +10,15 @@
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
 
-#include "redis/reply_depth.h"
+#include "redis/reply_limits.h"
 
 #if HIREDIS_MAJOR == 0
 /* hiredis 0.14 exports it without declaring it: it hands the replies its reader
- * holds to their callbacks, as redisAsyncHandleRead does after reading. Replies
- * are read through reply_depth only with hiredis 0.x, whose reader stops at 8
- * levels of arrays; 1.0's reads any depth. */
+ * holds to their callbacks, as redisAsyncHandleRead does after reading. (hiredis
+ * 1.0 would need its own way in: its reader reads any depth, but holds a reply
+ * whole all the same.) */
 void redisProcessCallbacks(redisAsyncContext *ac);
-#define READ_THROUGH_REPLY_DEPTH 1
+#define READ_THROUGH_REPLY_LIMITS 1
 #endif
 
 /* One command in flight, or kept for the next connection. Script calls and kept
@@ -40,7 +40,7 @@ struct pending {
 /* The reply filter of one of a redis_conn's connections (while it is open). */
 struct stream {
     redisAsyncContext *ac;
-    struct reply_depth depth;
+    struct reply_limits limits;
     struct stream *next;
 };
 
@@ -57,6 +57,8 @@ struct redis_conn {
     struct pending **kept_tail;
     int freeing;                   /* in redis_conn_free: nothing is kept any more */
     struct stream *streams;        /* of the connections still open */
+    long long max_string;          /* see redis_conn_limit_strings */
+    char max_string_what[64];
 };
 
 static struct stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
@@ -79,14 +81,14 @@ static void stream_drop(struct redis_conn *c, const redisAsyncContext *ac)
     }
 }
 
-#ifdef READ_THROUGH_REPLY_DEPTH
+#ifdef READ_THROUGH_REPLY_LIMITS
 static int feed_reader(void *reader, const char *bytes, size_t len)
 {
     return redisReaderFeed(reader, bytes, len) == REDIS_OK ? 0 : -1;
 }
 
 /* The read watcher of a connection with a stream, in place of the adapter's: what
- * redisAsyncHandleRead does, with the bytes read passed through reply_depth. The
+ * redisAsyncHandleRead does, with the bytes read passed through reply_limits. The
  * connection's set-up, its end and a read error are left to hiredis, which reads
  * them again itself. */
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
@@ -110,19 +112,20 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
     }
     /* a reader that refuses the bytes keeps its error for redisProcessCallbacks,
      * which then ends the connection */
-    reply_depth_feed(&s->depth, buf, (size_t)got, feed_reader, rc->reader);
+    reply_limits_feed(&s->limits, buf, (size_t)got, feed_reader, rc->reader);
     redisProcessCallbacks(ac);
 }
 #endif
 
-/* Reads ac through a stream of its own (reply_depth), where hiredis needs it. */
+/* Reads ac through a stream of its own (reply_limits). */
 static void read_through_stream(struct redis_conn *c, redisAsyncContext *ac)
 {
-#ifdef READ_THROUGH_REPLY_DEPTH
+#ifdef READ_THROUGH_REPLY_LIMITS
     struct stream *s = calloc(1, sizeof *s);
     if (!s)
         return;  /* read as hiredis reads */
     s->ac = ac;
+    s->limits.max_string = c->max_string;
     s->next = c->streams;
     c->streams = s;
     ev_set_cb(&((redisLibevEvents *)ac->ev.data)->rev, on_readable);
@@ -132,18 +135,43 @@ static void read_through_stream(struct redis_conn *c, redisAsyncContext *ac)
 #endif
 }
 
-/* Whether reply holds the error reply_depth put in place of an array too deep. */
-static int holds_replacement(const redisReply *r)
+/* The first error reply_limits put in reply r, or NULL. */
+static const redisReply *replacement_in(const redisReply *r)
 {
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type == REDIS_REPLY_ERROR && e->len == sizeof REPLY_DEPTH_ERROR - 1 &&
-            memcmp(e->str, REPLY_DEPTH_ERROR, e->len) == 0)
-            return 1;
-        if (e->type == REDIS_REPLY_ARRAY && holds_replacement(e))
-            return 1;
+    if (r->type == REDIS_REPLY_ERROR && r->len >= sizeof REPLY_LIMITS_MARK - 1 &&
+        memcmp(r->str, REPLY_LIMITS_MARK, sizeof REPLY_LIMITS_MARK - 1) == 0)
+        return r;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *e = replacement_in(r->element[i]);
+        if (e)
+            return e;
     }
-    return 0;
+    return NULL;
+}
+
+/* A reply with a part replaced by reply_limits (from ac's stream): the command's
+ * failure is written to failure (of size 300): a message for a string too long,
+ * returning 1, or an error reply's text for an array too deep, returning 2.
+ * Returns 0 for any other reply. */
+static int replaced(struct redis_conn *c, redisAsyncContext *ac, const redisReply *reply,
+                    char *failure)
+{
+    struct stream *s = reply ? stream_of(c, ac) : NULL;
+    const redisReply *mark;
+    if (!s || !s->limits.replaced || !(mark = replacement_in(reply)))
+        return 0;
+    s->limits.replaced--;
+    if (mark->len > sizeof REPLY_LIMITS_TOO_BIG &&
+        memcmp(mark->str, REPLY_LIMITS_TOO_BIG " ", sizeof REPLY_LIMITS_TOO_BIG) == 0) {
+        double mb = strtod(mark->str + sizeof REPLY_LIMITS_TOO_BIG, NULL) / 1048576.0;
+        snprintf(failure, 300, "a result of %s%.1f MB does not fit under %s: Redis ran the "
+                 "command; its reply was dropped unread", mark == reply ? "" : "more than ", mb,
+                 c->max_string_what);
+        return 1;
+    }
+    snprintf(failure, 300, "ERR luaworker's Redis client (hiredis 0.14) reads arrays nested 8 "
+             "deep at most; this reply nests deeper: the command ran, its reply is dropped");
+    return 2;
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -252,6 +280,12 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
     return c;
 }
 
+void redis_conn_limit_strings(struct redis_conn *c, long long bytes, const char *what)
+{
+    c->max_string = bytes;
+    snprintf(c->max_string_what, sizeof c->max_string_what, "%s", what);
+}
+
 const char *redis_conn_describe(const struct redis_conn *c)
 {
     return c->describe;
@@ -337,17 +371,21 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
             send_pending(c, p, p->argc, (const char **)p->argv, p->argvlen, err, sizeof err) == 0)
             return;
     }
-    struct stream *s;
-    redisReply replaced;
-    if (reply && reply->type == REDIS_REPLY_ARRAY && (s = stream_of(c, ac)) && s->depth.replaced &&
-        holds_replacement(reply)) {
-        /* an array too deep for the reader: this command alone gets an error */
-        s->depth.replaced--;
-        memset(&replaced, 0, sizeof replaced);
-        replaced.type = REDIS_REPLY_ERROR;
-        replaced.str = (char *)REPLY_DEPTH_ERROR;
-        replaced.len = sizeof REPLY_DEPTH_ERROR - 1;
-        reply = &replaced;
+    /* a reply too deep for the reader, or too big to hold: this command alone fails */
+    char failure[300];
+    redisReply error_reply;
+    switch (replaced(c, ac, reply, failure)) {
+    case 1:
+        p->fn(p->data, NULL, failure, REDIS_CONN_TOO_BIG);
+        pending_free(p);
+        return;
+    case 2:
+        memset(&error_reply, 0, sizeof error_reply);
+        error_reply.type = REDIS_REPLY_ERROR;
+        error_reply.str = failure;
+        error_reply.len = strlen(failure);
+        reply = &error_reply;
+        break;
     }
     if (reply && ac != c->failed_ac) {
         p->fn(p->data, reply, NULL, 0);

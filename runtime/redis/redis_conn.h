@@ -25,6 +25,9 @@ enum redis_conn_loss {
                              * the connection's set-up (AUTH...) was refused */
     REDIS_CONN_LOST = 2,    /* the connection ended after it may have been sent:
                              * whether Redis ran it is unknown */
+    REDIS_CONN_TOO_BIG = 3, /* Redis ran it; its reply holds a string over the
+                             * connection's limit (redis_conn_limit_strings), dropped
+                             * unread */
 };
 
 /* Called exactly once per command: with the reply (possibly an error reply; valid
@@ -43,6 +46,12 @@ enum { REDIS_CONN_KEEP = 1 };
  * scripts (NULL for none) must outlive it. */
 struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_settings *s,
                                   const struct scripts *scripts);
+
+/* Limits the strings of the replies c reads to bytes (0: no limit), on connections
+ * made from now on: a reply holding a longer one ends its command with
+ * REDIS_CONN_TOO_BIG, unread, its message naming the limit as `what` (e.g.
+ * "--memory-limit=64 (MB)", copied). */
+void redis_conn_limit_strings(struct redis_conn *c, long long bytes, const char *what);
 
 /* Queues a command (argv[0] is its name). Returns 0; or -1 when it could not be
  * queued (no connection could be made at once), with err set and fn never called

@@ -1,15 +1,15 @@
-/* reply_depth (runtime/redis/reply_depth.c): random RESP2 replies, some nesting
- * arrays deeper than hiredis 0.14 reads, fed to the filter whole, a byte at a time
- * and in random pieces; what it passes on must be the replies with exactly the too
- * deep arrays replaced, and hiredis' own reader must read it back. Prints TAP;
- * exits 1 when a check failed. */
+/* reply_limits (runtime/redis/reply_limits.c): random RESP2 replies, some nesting
+ * arrays deeper than hiredis 0.14 reads or holding strings over a limit, fed to the
+ * filter whole, a byte at a time and in random pieces; what it passes on must be
+ * the replies with exactly those arrays and strings replaced, and hiredis' own
+ * reader must read it back. Prints TAP; exits 1 when a check failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
-#include "redis/reply_depth.h"
+#include "redis/reply_limits.h"
 
 static int checks, failures;
 
@@ -18,7 +18,7 @@ static void check(int ok, const char *what)
     checks++;
     if (!ok)
         failures++;
-    printf("%sok %d - reply_depth: %s\n", ok ? "" : "not ", checks, what);
+    printf("%sok %d - reply_limits: %s\n", ok ? "" : "not ", checks, what);
 }
 
 /* A growing byte buffer. */
@@ -56,7 +56,10 @@ static unsigned next(unsigned n)
     return (unsigned)(rng % n);
 }
 
-static const char replacement[] = "-" REPLY_DEPTH_ERROR "\r\n";
+static const char replacement[] = "-" REPLY_LIMITS_TOO_DEEP "\r\n";
+
+/* The limit on strings of the round (0: none). */
+static long long max_string;
 
 /* Writes a random element nested in `open` arrays to in, and to want what the
  * filter must pass on (NULL inside an array being replaced). Arrays are more
@@ -89,7 +92,15 @@ static void element(struct buf *in, struct buf *want, int open, int deep, int *r
     case 6: {  /* a bulk string whose bytes look like RESP */
         size_t len = next(3) == 0 ? 20000 + next(5000) : next(40);
         int n = snprintf(line, sizeof line, "$%zu\r\n", len);
-        puts2(in, want, line, (size_t)n);
+        put(in, line, (size_t)n);
+        if (want && max_string && (long long)len > max_string) {
+            n = snprintf(line, sizeof line, "-" REPLY_LIMITS_TOO_BIG " %zu\r\n", len);
+            put(want, line, (size_t)n);
+            (*replaced)++;
+            want = NULL;
+        } else if (want) {
+            put(want, line, (size_t)n);
+        }
         for (size_t i = 0; i < len; i++) {
             char c = "*$+-:\r\n0123x"[next(12)];
             puts2(in, want, &c, 1);
@@ -98,7 +109,7 @@ static void element(struct buf *in, struct buf *want, int open, int deep, int *r
         break;
     }
     case 7: {
-        if (want && open == REPLY_DEPTH_ARRAYS) {
+        if (want && open == REPLY_LIMITS_ARRAYS) {
             put(want, replacement, sizeof replacement - 1);
             (*replaced)++;
             want = NULL;
@@ -109,7 +120,7 @@ static void element(struct buf *in, struct buf *want, int open, int deep, int *r
     }
     default: {
         unsigned count = 1 + next(4);
-        if (want && open == REPLY_DEPTH_ARRAYS) {
+        if (want && open == REPLY_LIMITS_ARRAYS) {
             put(want, replacement, sizeof replacement - 1);
             (*replaced)++;
             want = NULL;
@@ -131,13 +142,14 @@ static int append(void *data, const char *bytes, size_t len)
 /* Feeds in to a fresh filter in pieces of at most piece bytes (0: random sizes). */
 static struct buf run(const struct buf *in, size_t piece, unsigned *replaced)
 {
-    struct reply_depth d = {0};
+    struct reply_limits d = {0};
+    d.max_string = max_string;
     struct buf out = {0};
     for (size_t at = 0; at < in->len;) {
         size_t n = piece ? piece : 1 + next(9000);
         if (n > in->len - at)
             n = in->len - at;
-        reply_depth_feed(&d, in->b + at, n, append, &out);
+        reply_limits_feed(&d, in->b + at, n, append, &out);
         at += n;
     }
     *replaced = d.replaced;
@@ -169,6 +181,7 @@ int main(void)
 {
     int all_exact = 1, all_read = 1, all_counted = 1, some_replaced = 0;
     for (int round = 0; round < 300; round++) {
+        max_string = round % 2 ? 22000 : 0;
         struct buf in = {0}, want = {0};
         int replaced = 0, replies = 1 + (int)next(6), replaced_replies = 0;
         for (int i = 0; i < replies; i++) {
@@ -189,11 +202,13 @@ int main(void)
         free(in.b);
         free(want.b);
     }
-    check(some_replaced, "the random replies include arrays too deep");
-    check(all_exact, "passes replies on byte for byte, too deep arrays replaced, whatever the pieces");
+    check(some_replaced, "the random replies include arrays too deep and strings too long");
+    check(all_exact, "passes replies on byte for byte, too deep arrays and too long strings replaced, "
+          "whatever the pieces");
     check(all_counted, "counts the replies with a part replaced");
     check(all_read, "what it passes on, hiredis reads whole");
 
+    max_string = 0;
     /* an array 8 deep is passed on; one more level is not */
     const char eight[] = "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n";
     struct buf in = {0};
@@ -208,11 +223,24 @@ int main(void)
     put(&in, eight, sizeof eight - 1);
     put(&in, ":2\r\n+NEXT\r\n", 11);
     out = run(&in, 1, &counted);
-    const char want[] = "*2\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n-" REPLY_DEPTH_ERROR
+    const char want[] = "*2\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n-" REPLY_LIMITS_TOO_DEEP
                         "\r\n:2\r\n+NEXT\r\n";
     check(out.len == sizeof want - 1 && memcmp(out.b, want, out.len) == 0 && counted == 1 &&
               hiredis_reads(&out) == 2,
           "one nested in 8 is replaced; the elements and the reply after it are kept");
+    free(out.b);
+
+    /* a string at the limit is passed on; one byte more is not */
+    max_string = 5;
+    in.len = 0;
+    const char strings[] = "*3\r\n$5\r\nabcde\r\n$6\r\nabcdef\r\n$-1\r\n$6\r\nabcdef\r\n";
+    put(&in, strings, sizeof strings - 1);
+    out = run(&in, 1, &counted);
+    const char want2[] = "*3\r\n$5\r\nabcde\r\n-" REPLY_LIMITS_TOO_BIG " 6\r\n$-1\r\n-"
+                         REPLY_LIMITS_TOO_BIG " 6\r\n";
+    check(out.len == sizeof want2 - 1 && memcmp(out.b, want2, out.len) == 0 && counted == 2 &&
+              hiredis_reads(&out) == 2,
+          "a string over max_string is replaced, one at it is kept, in an array and at the top");
     free(out.b);
     free(in.b);
 
