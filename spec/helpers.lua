@@ -171,13 +171,16 @@ local Proc = {}
 Proc.__index = Proc
 
 -- Starts luaworker in the background. Returns a process with pid, kill(sig),
--- wait(timeout) -> exit status (128+n for signal n), stdout(), stderr().
+-- kill_group(sig), wait(timeout) -> exit status (128+n for signal n), stdout(),
+-- stderr(). opts.env: extra environment (false unsets); opts.group: in a process
+-- group of its own (setsid: its pid is the group's), for kill_group.
 function H.spawn(args, opts)
     opts = opts or {}
     local dir = H.tmpdir()
-    local cmd = string.format("cd %s && ( %s >%s/out 2>%s/err </dev/null & echo $! >%s/pid; "
+    local cmd = string.format("cd %s && ( %s%s >%s/out 2>%s/err </dev/null & echo $! >%s/pid; "
         .. "wait $!; echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",
-        quote(H.root), command_line(args, opts.env), dir, dir, dir, dir, dir, dir)
+        quote(H.root), opts.group and "setsid " or "", command_line(args, opts.env), dir, dir, dir,
+        dir, dir, dir)
     assert(os.execute(cmd))
     local p = setmetatable({ dir = dir }, Proc)
     p.pid = tonumber(H.wait_until(function()
@@ -189,6 +192,13 @@ end
 
 function Proc:kill(sig)
     os.execute("kill -" .. (sig or "TERM") .. " " .. self.pid .. " 2>/dev/null")
+end
+
+-- Sends sig to the whole process group of a process spawned with opts.group: the
+-- supervisor and its workers get it in one kill(2), none acts in between (a worker
+-- whose supervisor died first would hear TERM, see spawn in supervisor.c).
+function Proc:kill_group(sig)
+    os.execute("kill -" .. (sig or "TERM") .. " -" .. self.pid .. " 2>/dev/null")
 end
 
 function Proc:status()

@@ -180,11 +180,11 @@ describe("luaworker work's jobs reserved ahead", function()
         for _, w in ipairs(workers) do w:stop() end
     end)
 
-    local function start(args)
+    local function start(args, opts)
         local full = { "work", "--handlers=" .. handlers, "--sleep=0.05", "--heartbeat=1",
             "--retry-after=60" }
         for _, a in ipairs(args or {}) do full[#full + 1] = a end
-        local w = H.spawn(full)
+        local w = H.spawn(full, opts)
         workers[#workers + 1] = w
         return w
     end
@@ -228,22 +228,24 @@ describe("luaworker work's jobs reserved ahead", function()
 
     it("go back uncharged when the whole process group is killed, given back by another luaworker within two heartbeats", function()
         H.r("SET", "spec:slow", "60")
-        local w = start()
+        local w = start(nil, { group = true })
         local held = push_batch("slow")
-        -- what a machine crash or an OOM kill does: no TERM, every process at once
+        -- what a machine crash or an OOM kill does: no TERM, every process at once (one
+        -- kill of the group: killed one after the other, the supervisor first, the
+        -- worker would hear TERM in between, end j1's sleep and give back the rest itself)
         local pids = H.children(w.pid)
-        os.execute("kill -9 " .. w.pid .. " " .. table.concat(pids, " "))
+        w:kill_group("KILL")
         local killed_at = os.time()
         start()
         H.wait_until(function() return #ran() == 61 end, 10, "the jobs the dead worker had not started")
         assert.is_true(os.time() - killed_at <= 5)
         each_ran_once(61)
+        assert.matches("worker [^ ]+:" .. pids[1] .. ":%w+ stopped beating: " .. held .. " jobs it had "
+            .. "not started went back to queue default", workers[2]:stderr())
         -- the job that was running stays reserved, by Laravel's rules
         local left = H.r("ZRANGE", reserved, 0, -1)
         assert.are.equal(1, #left)
         assert.are.equal("j1", cjson.decode(left[1]).id)
-        assert.matches("worker [^ ]+:" .. pids[1] .. ":%w+ stopped beating: " .. held .. " jobs it had "
-            .. "not started went back to queue default", workers[2]:stderr())
     end)
 
     it("are not run by a worker whose lease ran out while a handler computed, once another process gave them back", function()
