@@ -21,8 +21,9 @@ return {
         elseif command.action == "spin" then
             local n = 0
             while true do n = n + 1 end
-        elseif command.action == "huge" then
-            local ok, err = pcall(luaworker.redis, "GET", "spec:huge")
+        elseif command.action == "huge" or command.action == "huge_list" then
+            local ok, err = pcall(luaworker.redis, unpack(command.action == "huge"
+                and { "GET", "spec:huge" } or { "LRANGE", "spec:huge_list", "0", "-1" }))
             luaworker.redis("RPUSH", "spec:huge_error", tostring(ok), err.kind, err.message)
         end
         luaworker.redis("SADD", "spec:clients", luaworker.redis("CLIENT", "ID"))
@@ -183,6 +184,24 @@ describe("luaworker work --concurrency", function()
         local status = assert(io.open("/proc/" .. children[1] .. "/status")):read("*a")
         local peak_kb = tonumber(status:match("VmHWM:%s*(%d+)"))
         assert.is_true(peak_kb < 200 * 1024, "a peak of " .. peak_kb .. " kB")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
+    it("fails the call whose Redis reply holds many strings, together over --memory-limit, without "
+        .. "holding them all", function()
+        H.r("EVAL", "for i = 1, 100 do redis.call('RPUSH', KEYS[1], string.rep('x', 1048576)) end", 1,
+            "spec:huge_list")
+        H.push(spec_job("huge", "huge_list"))
+        local w = start({ "--memory-limit=32", "--memory=0" })
+        H.wait_until(function() return #finished() == 1 end, 15, "the job")
+        H.r("DEL", "spec:huge_list")
+        assert.are.same({ "false", "memory", "a result of more than 33.0 MB does not fit under "
+            .. "--memory-limit=32 (MB): Redis ran the command; its reply was dropped unread" },
+            H.r("LRANGE", "spec:huge_error", 0, -1))
+        local status = assert(io.open("/proc/" .. H.children(w.pid)[1] .. "/status")):read("*a")
+        local peak_kb = tonumber(status:match("VmHWM:%s*(%d+)"))
+        assert.is_true(peak_kb < 90 * 1024, "a peak of " .. peak_kb .. " kB")
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)

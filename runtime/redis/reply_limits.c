@@ -19,6 +19,7 @@ static void element_done(struct reply_limits *d)
         d->open--;
     }
     d->reply_replaced = 0;
+    d->reply_bytes = 0;
 }
 
 /* A part of the reply being read is replaced: the reply is counted in d->replaced
@@ -50,19 +51,22 @@ static void item_done(struct reply_limits *d)
 }
 
 /* The header of a bulk string held back (v its length) is passed on, or replaced
- * with the string when v is over max_string. Returns 0, or -1 when emit did. */
+ * with the string when the reply's strings so far and v are over max_string.
+ * Returns 0, or -1 when emit did. */
 static int pass_bulk_header(struct reply_limits *d, long long v, reply_limits_emit_fn *emit,
                             void *data)
 {
     char line[64];
     d->holding = 0;
-    if (d->max_string && v > d->max_string) {
+    if (d->max_string && v > d->max_string - d->reply_bytes) {
         replacing(d);
         d->skipping = 1;
         d->skip_left = 1;  /* the string itself */
-        int n = snprintf(line, sizeof line, "-" REPLY_LIMITS_TOO_BIG " %lld\r\n", v);
+        int n = snprintf(line, sizeof line, "-" REPLY_LIMITS_TOO_BIG " %lld\r\n", d->reply_bytes + v);
         return emit(data, line, (size_t)n);
     }
+    if (v > 0)
+        d->reply_bytes += v;
     int n = snprintf(line, sizeof line, "$%lld\r\n", v);
     return emit(data, line, (size_t)n);
 }

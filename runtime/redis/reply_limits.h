@@ -9,11 +9,13 @@
  *     took 600 MB of a worker under --memory-limit=64 before the call failed.
  * This filter sits between the socket and the reader: it passes the byte stream
  * (RESP2) through unchanged, except that an array nested in 8 others, and a bulk
- * string longer than max_string, are replaced, unread, by an error element whose
- * text starts with REPLY_LIMITS_MARK (REPLY_LIMITS_TOO_DEEP, or REPLY_LIMITS_TOO_BIG
- * and the string's length). The command that asked for that reply is then answered
- * with a failure instead (see redis_conn). Bulk strings are counted, not scanned.
- * Uses nothing. */
+ * string that would bring the bytes of its reply's strings over max_string, are
+ * replaced, unread, by an error element whose text starts with REPLY_LIMITS_MARK
+ * (REPLY_LIMITS_TOO_DEEP, or REPLY_LIMITS_TOO_BIG and the reply's string bytes with
+ * it). The command that asked for that reply is then answered with a failure
+ * instead (see redis_conn). Bulk strings are counted, not scanned. (What the
+ * reader allocates for each element, a few dozen bytes, is not counted: an array of
+ * millions of small elements is still read whole.) Uses nothing. */
 #ifndef LUAWORKER_REPLY_LIMITS_H
 #define LUAWORKER_REPLY_LIMITS_H
 
@@ -24,7 +26,7 @@ enum { REPLY_LIMITS_ARRAYS = 8 };
 
 /* The error elements put in place of what is replaced (without RESP's "-" and
  * CRLF): REPLY_LIMITS_TOO_DEEP, or REPLY_LIMITS_TOO_BIG followed by a space and
- * the string's length in bytes. */
+ * the bytes of the reply's strings up to and with the one replaced. */
 #define REPLY_LIMITS_MARK "LUAWORKER reply "
 #define REPLY_LIMITS_TOO_DEEP REPLY_LIMITS_MARK "too deep"
 #define REPLY_LIMITS_TOO_BIG REPLY_LIMITS_MARK "too big"
@@ -46,6 +48,7 @@ struct reply_limits {
     int holding;                           /* a bulk string's header, passed on once read */
     int broken;                            /* not RESP2: passed on as it is, for the reader to refuse */
     int reply_replaced;                    /* the reply being read has a part replaced */
+    long long reply_bytes;                 /* the bytes of its strings passed on so far */
     unsigned replaced;                     /* replies with a part replaced, not yet claimed */
 };
 

@@ -58,8 +58,9 @@ static unsigned next(unsigned n)
 
 static const char replacement[] = "-" REPLY_LIMITS_TOO_DEEP "\r\n";
 
-/* The limit on strings of the round (0: none). */
-static long long max_string;
+/* The limit on strings of the round (0: none), and the bytes of the strings of
+ * the reply being written that the filter passes on. */
+static long long max_string, reply_total;
 
 /* Writes a random element nested in `open` arrays to in, and to want what the
  * filter must pass on (NULL inside an array being replaced). Arrays are more
@@ -93,13 +94,15 @@ static void element(struct buf *in, struct buf *want, int open, int deep, int *r
         size_t len = next(3) == 0 ? 20000 + next(5000) : next(40);
         int n = snprintf(line, sizeof line, "$%zu\r\n", len);
         put(in, line, (size_t)n);
-        if (want && max_string && (long long)len > max_string) {
-            n = snprintf(line, sizeof line, "-" REPLY_LIMITS_TOO_BIG " %zu\r\n", len);
+        if (want && max_string && (long long)len > max_string - reply_total) {
+            n = snprintf(line, sizeof line, "-" REPLY_LIMITS_TOO_BIG " %lld\r\n",
+                         reply_total + (long long)len);
             put(want, line, (size_t)n);
             (*replaced)++;
             want = NULL;
         } else if (want) {
             put(want, line, (size_t)n);
+            reply_total += (long long)len;
         }
         for (size_t i = 0; i < len; i++) {
             char c = "*$+-:\r\n0123x"[next(12)];
@@ -181,11 +184,12 @@ int main(void)
 {
     int all_exact = 1, all_read = 1, all_counted = 1, some_replaced = 0;
     for (int round = 0; round < 300; round++) {
-        max_string = round % 2 ? 22000 : 0;
+        max_string = round % 3 == 1 ? 22000 : round % 3 == 2 ? 60000 : 0;
         struct buf in = {0}, want = {0};
         int replaced = 0, replies = 1 + (int)next(6), replaced_replies = 0;
         for (int i = 0; i < replies; i++) {
             int before = replaced;
+            reply_total = 0;
             element(&in, &want, 0, next(2), &replaced);
             replaced_replies += replaced > before;
         }
@@ -236,11 +240,19 @@ int main(void)
     const char strings[] = "*3\r\n$5\r\nabcde\r\n$6\r\nabcdef\r\n$-1\r\n$6\r\nabcdef\r\n";
     put(&in, strings, sizeof strings - 1);
     out = run(&in, 1, &counted);
-    const char want2[] = "*3\r\n$5\r\nabcde\r\n-" REPLY_LIMITS_TOO_BIG " 6\r\n$-1\r\n-"
+    const char want2[] = "*3\r\n$5\r\nabcde\r\n-" REPLY_LIMITS_TOO_BIG " 11\r\n$-1\r\n-"
                          REPLY_LIMITS_TOO_BIG " 6\r\n";
     check(out.len == sizeof want2 - 1 && memcmp(out.b, want2, out.len) == 0 && counted == 2 &&
               hiredis_reads(&out) == 2,
-          "a string over max_string is replaced, one at it is kept, in an array and at the top");
+          "a string past max_string is replaced, one up to it is kept, in an array and at the top");
+    free(out.b);
+    in.len = 0;
+    const char two[] = "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n+OK\r\n";
+    put(&in, two, sizeof two - 1);
+    out = run(&in, 0, &counted);
+    const char want3[] = "*2\r\n$3\r\nabc\r\n-" REPLY_LIMITS_TOO_BIG " 6\r\n+OK\r\n";
+    check(out.len == sizeof want3 - 1 && memcmp(out.b, want3, out.len) == 0 && counted == 1,
+          "strings count together in their reply, and afresh in the next");
     free(out.b);
     free(in.b);
 
