@@ -93,8 +93,9 @@ local function still_ours(sent)
     return since ~= nil and since <= sent
 end
 
--- Whether a cached PHP value is true as PHP reads it (a missing key is not).
-local function truthy(v)
+-- Whether a PHP-serialized value in the cache is true as PHP reads it (a missing
+-- key is not).
+local function cached_true(v)
     return v ~= nil and v ~= false and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
 end
 
@@ -111,9 +112,9 @@ function M.paused(q)
     local paused
     if settings.laravel_at_least(13, 25) then
         local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
-        paused = truthy(values[1]) or truthy(values[2])
+        paused = cached_true(values[1]) or cached_true(values[2])
     else
-        paused = truthy(redis.call("cache", "GET", key))
+        paused = cached_true(redis.call("cache", "GET", key))
     end
     if paused ~= (was_paused[q] or false) then
         was_paused[q] = paused
