@@ -8,7 +8,7 @@
 -- process and the other jobs go on. A job that keeps the CPU past its timeout
 -- cannot be stopped from inside: the slot names the job that has the CPU, each
 -- time one gets it, and the supervisor ends the process (its successor settles
--- what it had in flight, see reservations.take_over). A job's timeout does not
+-- what it had in flight, see reservations.recover_predecessor). A job's timeout does not
 -- count the time Redis outages held up the process's commands (redis.held_time).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"

@@ -395,7 +395,7 @@ end
 
 -- Before the worker waits without working (paused, down for maintenance): the jobs
 -- it holds go back. Raises what Redis raises.
-function M.settle()
+function M.give_back_held()
     give_back("own")
 end
 
@@ -418,7 +418,7 @@ end
 -- when its process was ended for it (the job that had the CPU past its timeout, as
 -- its supervisor says), else 0; death says how the process ended ("killed by signal
 -- 11 ...", or that another job ran past its timeout). Raises what Redis raises.
-function M.take_over()
+function M.recover_predecessor()
     local predecessor, cpu_number, timeout, death = host.predecessor()
     if not predecessor then return {} end
     if timeout > 0 then

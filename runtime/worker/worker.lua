@@ -136,8 +136,8 @@ local function down_for_maintenance()
     return host.file_kind(down_file) ~= nil
 end
 
--- Gives back the jobs the worker holds: reservations.settle before it waits without
--- working, reservations.retire when it stops. A failure is logged.
+-- Gives back the jobs the worker holds: reservations.give_back_held before it waits
+-- without working, reservations.retire when it stops. A failure is logged.
 local function give_back(how)
     local ok, err = task.run(how)
     if not ok then
@@ -153,7 +153,7 @@ end
 local function stop(status, reason)
     settings.stopping = true
     if in_flight.count() > 0 then
-        give_back(reservations.settle)
+        give_back(reservations.give_back_held)
         in_flight.drain()
     end
     give_back(reservations.retire)
@@ -175,8 +175,8 @@ end
 -- What the worker this one replaces left: its jobs not started go back, and those
 -- it had in flight get Laravel's rules for a job killed for its timeout, or whose
 -- worker died.
-local function take_over()
-    local ok, ended = task.run(reservations.take_over)
+local function recover_predecessor()
+    local ok, ended = task.run(reservations.recover_predecessor)
     if not ok then
         output.error("could not settle what the previous worker left: "
             .. tostring(redis.is_error(ended) and ended.message or ended))
@@ -263,7 +263,7 @@ function M.run(cli, cfg)
 
     host.report_ready()
     reservations.setup()
-    take_over()
+    recover_predecessor()
 
     local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
@@ -296,7 +296,7 @@ function M.run(cli, cfg)
         end
         if down_for_maintenance() or paused
             or events.fire_safely("looping", nil, nil, { queue = options.queue_list }) == false then
-            give_back(reservations.settle)
+            give_back(reservations.give_back_held)
             local quit, _, reload = host.signals()
             if not (quit or reload) then host.sleep(options.sleep > 0 and options.sleep or 1, true) end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
