@@ -149,29 +149,30 @@ static const redisReply *replacement_in(const redisReply *r)
     return NULL;
 }
 
-/* A reply with a part replaced by reply_limits (from ac's stream): the command's
- * failure is written to failure (of size 300): a message for a string too long,
- * returning 1, or an error reply's text for an array too deep, returning 2.
- * Returns 0 for any other reply. */
-static int replaced(struct redis_conn *c, redisAsyncContext *ac, const redisReply *reply,
-                    char *failure)
+enum replaced { NOT_REPLACED, REPLACED_TOO_BIG, REPLACED_TOO_DEEP };
+
+/* Whether reply (from ac's stream) has a part replaced by reply_limits, and then
+ * the command's failure in failure[0..size): for a string too long, the message of
+ * a REDIS_CONN_TOO_BIG loss; for an array too deep, an error reply's text. */
+static enum replaced replaced(struct redis_conn *c, redisAsyncContext *ac,
+                              const redisReply *reply, char *failure, size_t size)
 {
     struct stream *s = reply ? stream_of(c, ac) : NULL;
     const redisReply *mark;
     if (!s || !s->limits.replaced || !(mark = replacement_in(reply)))
-        return 0;
+        return NOT_REPLACED;
     s->limits.replaced--;
     if (mark->len > sizeof REPLY_LIMITS_TOO_BIG &&
         memcmp(mark->str, REPLY_LIMITS_TOO_BIG " ", sizeof REPLY_LIMITS_TOO_BIG) == 0) {
         double mb = strtod(mark->str + sizeof REPLY_LIMITS_TOO_BIG, NULL) / 1048576.0;
-        snprintf(failure, 300, "a result of %s%.1f MB does not fit under %s: Redis ran the "
+        snprintf(failure, size, "a result of %s%.1f MB does not fit under %s: Redis ran the "
                  "command; its reply was dropped unread", mark == reply ? "" : "more than ", mb,
                  c->max_string_what);
-        return 1;
+        return REPLACED_TOO_BIG;
     }
-    snprintf(failure, 300, "ERR luaworker's Redis client (hiredis 0.14) reads arrays nested 8 "
+    snprintf(failure, size, "ERR luaworker's Redis client (hiredis 0.14) reads arrays nested 8 "
              "deep at most; this reply nests deeper: the command ran, its reply is dropped");
-    return 2;
+    return REPLACED_TOO_DEEP;
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -374,17 +375,19 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     /* a reply too deep for the reader, or too big to hold: this command alone fails */
     char failure[300];
     redisReply error_reply;
-    switch (replaced(c, ac, reply, failure)) {
-    case 1:
+    switch (replaced(c, ac, reply, failure, sizeof failure)) {
+    case REPLACED_TOO_BIG:
         p->fn(p->data, NULL, failure, REDIS_CONN_TOO_BIG);
         pending_free(p);
         return;
-    case 2:
+    case REPLACED_TOO_DEEP:
         memset(&error_reply, 0, sizeof error_reply);
         error_reply.type = REDIS_REPLY_ERROR;
         error_reply.str = failure;
         error_reply.len = strlen(failure);
         reply = &error_reply;
+        break;
+    case NOT_REPLACED:
         break;
     }
     if (reply && ac != c->failed_ac) {
