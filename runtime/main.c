@@ -66,20 +66,11 @@ static int choose_laravel_version(const struct cli *cli, struct laravel_version 
     return 0;
 }
 
-/* The checks of `luaworker work`'s settings that are not one option's value (each
- * option's range, LUAWORKER_CONCURRENCY's too, is checked by cli_parse), in the
- * process the user started: prints what is wrong (or worth a warning) and returns
- * -1 when it cannot run, else 0. */
-static int check_work_options(const struct cli *cli)
+/* The warnings about `luaworker work`'s options taken together, in the process the
+ * user started (each option's range, LUAWORKER_CONCURRENCY's too, is checked by
+ * cli_parse, the environment by config_load). */
+static void warn_work_options(const struct cli *cli)
 {
-    /* the failed-job stores of runtime/queue/failed_jobs.lua */
-    const char *failed = getenv("QUEUE_FAILED_DRIVER");
-    if (failed && *failed && strcmp(failed, "database-uuids") && strcmp(failed, "database") &&
-        strcmp(failed, "file") && strcmp(failed, "null") && strcmp(failed, "luaworker-redis")) {
-        fprintf(stderr, "luaworker: QUEUE_FAILED_DRIVER=%s: expected database-uuids, database, file, null "
-                "or luaworker-redis\n", failed);
-        return -1;
-    }
     const char *heartbeat = option_value(cli, "heartbeat");
     int timeout = atoi(option_value(cli, "timeout"));
     int retry_after = atoi(option_value(cli, "retry-after"));
@@ -91,7 +82,6 @@ static int check_work_options(const struct cli *cli)
         fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
                 "the jobs a dead worker reserved ahead may come back by retry_after, each with "
                 "an attempt counted, before they are given back\n", heartbeat, retry_after);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -130,8 +120,8 @@ int main(int argc, char **argv)
 
     /* set in the workers a supervisor starts */
     const char *slot_fd = getenv(SLOT_ENV);
-    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && check_work_options(&cli))
-        return 2;
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd)
+        warn_work_options(&cli);
 
     struct stat st;
     const char *handlers = option_value(&cli, "handlers");

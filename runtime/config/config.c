@@ -82,6 +82,24 @@ static int copy(char *dst, size_t size, const char *src, const char *name, char 
     return 0;
 }
 
+const char *const config_failed_drivers[] = {"database-uuids", "database", "file", "null",
+                                             "luaworker-redis", NULL};
+
+/* The failed-job store QUEUE_FAILED_DRIVER names, or its default, into out. */
+static int failed_driver(char *out, size_t size, char *err, size_t errlen)
+{
+    const char *name = getenv("QUEUE_FAILED_DRIVER");
+    const char *db = getenv("DB_CONNECTION");
+    if (!name || !*name)
+        name = db && *db ? "database-uuids" : "luaworker-redis";
+    for (const char *const *d = config_failed_drivers; *d; d++)
+        if (strcmp(name, *d) == 0)
+            return copy(out, size, name, "QUEUE_FAILED_DRIVER", err, errlen);
+    snprintf(err, errlen, "QUEUE_FAILED_DRIVER=%.200s: expected database-uuids, database, file, "
+             "null or luaworker-redis", name);
+    return -1;
+}
+
 /* Parses a whole decimal integer from min to max. */
 static int parse_int(const char *s, long min, long max, long *out)
 {
@@ -308,6 +326,8 @@ int config_load(struct config *c, const char *env_file, const struct laravel_ver
              err, errlen) ||
         check_timezone(c->timezone, err, errlen) ||
         encrypter_check_app_key(getenv("APP_KEY"), getenv("APP_CIPHER"), err, errlen))
+        return -1;
+    if (failed_driver(c->failed_driver, sizeof c->failed_driver, err, errlen))
         return -1;
     const char *qc = env_or("QUEUE_CONNECTION", "redis");
     if (strcmp(qc, "sync") == 0 || strcmp(qc, "database") == 0 || strcmp(qc, "sqs") == 0 ||

@@ -26,8 +26,14 @@ struct config {
     char default_queue[256];      /* REDIS_QUEUE */
     char connection_name[64];     /* QUEUE_CONNECTION when it is a Redis one, else "redis" */
     char timezone[64];            /* APP_TIMEZONE, for console times; "UTC" by default */
+    char failed_driver[32];       /* QUEUE_FAILED_DRIVER, one of config_failed_drivers;
+                                   * unset: database-uuids when DB_CONNECTION is set (an
+                                   * app's .env sets it), else luaworker-redis */
     struct laravel_version laravel;  /* whose protocol and key conventions apply */
 };
+
+/* The failed-job stores luaworker has (runtime/queue/failed_jobs.lua), NULL-ended. */
+extern const char *const config_failed_drivers[];
 
 /* Loads env_file (NULL for none) into the environment without overriding variables
  * already set, then fills c for the given Laravel version. Returns 0, or -1 with

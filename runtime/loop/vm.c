@@ -251,7 +251,7 @@ static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 static void push_config(lua_State *L, const struct vm *h)
 {
     const struct config *c = &h->config;
-    lua_createtable(L, 0, 10);
+    lua_createtable(L, 0, 11);
     push_redis_settings(L, &c->queue);
     lua_setfield(L, -2, "queue_redis");
     push_redis_settings(L, &c->cache);
@@ -264,6 +264,8 @@ static void push_config(lua_State *L, const struct vm *h)
     lua_setfield(L, -2, "default_queue");
     lua_pushstring(L, c->connection_name);
     lua_setfield(L, -2, "connection_name");
+    lua_pushstring(L, c->failed_driver);
+    lua_setfield(L, -2, "failed_driver");
     lua_pushinteger(L, c->laravel.major);
     lua_setfield(L, -2, "laravel_version");
     lua_pushinteger(L, c->laravel.minor);

@@ -49,18 +49,10 @@ local function env(name)
     return v
 end
 
-M.DRIVERS = { ["database-uuids"] = true, database = true, null = true, ["luaworker-redis"] = true,
-    file = true }
-
--- The driver and table the settings choose; raises naming QUEUE_FAILED_DRIVER when
--- it is not one luaworker has.
+-- The driver and table the settings choose. The driver is the configuration's
+-- (runtime/config/config.c checks QUEUE_FAILED_DRIVER and chooses its default).
 function M.settings()
-    local driver = env("QUEUE_FAILED_DRIVER")
-        or (env("DB_CONNECTION") and "database-uuids" or "luaworker-redis")
-    if not M.DRIVERS[driver] then
-        error("QUEUE_FAILED_DRIVER=" .. driver .. ": expected database-uuids, database, file, null or "
-            .. "luaworker-redis", 0)
-    end
+    local driver = settings_of.config.failed_driver
     if driver == "file" and not settings_of.laravel_at_least(10, 10) then driver = "database" end
     local tbl = env("LUAWORKER_FAILED_TABLE") or "failed_jobs"
     if not tbl:match("^[%a_][%w_]*$") then
