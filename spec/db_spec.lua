@@ -279,7 +279,7 @@ end }
             for _, v in ipairs({ "0", "10001", "-1", "2.5", "x" }) do
                 local r = H.run({ "work", "--handlers=" .. H.handlers({}), "--stop-when-empty" },
                     { env = env({ LUAWORKER_DB_POOL = v }) })
-                assert.are.equal(2, r.status)
+                assert.are.equal(2, r.status, v .. ": " .. tostring(r.stdout) .. tostring(r.stderr))
                 assert.matches("cannot start: LUAWORKER_DB_POOL=" .. v:gsub("%p", "%%%0")
                     .. ": expected a whole number from 1 to 10000", r.stderr)
             end

@@ -139,14 +139,16 @@ local function command_line(args, env)
     return table.concat(words, " ")
 end
 
--- Runs luaworker with args (a list) and returns {status, stdout, stderr}.
+-- Runs luaworker with args (a list) and returns {status, stdout, stderr} (status
+-- 128+n for signal n).
 -- opts.env: extra environment (false unsets); opts.timeout: seconds (default 60).
 function H.run(args, opts)
     opts = opts or {}
     local dir = H.tmpdir()
     local cmd = string.format("cd %s && timeout -s KILL %d %s >%s/out 2>%s/err </dev/null",
         quote(H.root), opts.timeout or 60, command_line(args, opts.env), dir, dir)
-    local _, _, status = os.execute(cmd)
+    local _, how, status = os.execute(cmd)
+    if how == "signal" then status = 128 + status end  -- the shell itself was killed
     return { status = status, stdout = H.read_file(dir .. "/out"), stderr = H.read_file(dir .. "/err") }
 end
 
