@@ -53,6 +53,7 @@ local function run(cli, config)
     -- the connection's name, which `work`'s argument may change)
     settings.options, settings.config = cli.options, config
     settings.connection_name = config.connection_name
+    settings.cache_prefix = config.prefix .. config.cache_prefix
     if command == "lua" then return run_lua(cli) end
     if command == "work" then
         forbid_global_writes()

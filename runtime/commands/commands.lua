@@ -2,7 +2,7 @@
 -- size, clear, restart), with Laravel's artisan wording where artisan has one.
 local cjson = require "cjson"
 local host = require "luaworker.host"
-local redis = require "luaworker.redis"
+local cache = require "luaworker.queue.cache"
 local queue = require "luaworker.queue"
 local failed_jobs = require "luaworker.queue.failed_jobs"
 local dispatch = require "luaworker.queue.dispatch"
@@ -230,8 +230,7 @@ function M.clear(cli, config)
 end
 
 function M.restart(_, config)
-    redis.call("cache", "SET", config.prefix .. config.cache_prefix .. "illuminate:queue:restart",
-        host.now())
+    cache.signal_restart(host.now())
     say("Broadcasting queue restart signal.")
     return 0
 end

@@ -4,7 +4,7 @@
 -- a job that neither deleted nor released itself. String jobs call their class's
 -- method instead. Laravel's source: Illuminate/Queue/CallQueuedHandler.php.
 local cjson = require "cjson"
-local redis = require "luaworker.redis"
+local cache = require "luaworker.queue.cache"
 local php = require "luaworker.php"
 local encrypter = require "luaworker.encrypter"
 local log_context = require "luaworker.queue.context"
@@ -131,16 +131,12 @@ function M.release_unique_lock(handler, command, job)
         end
         return
     end
-    key = settings.cache_prefix .. key
     local owner = value(command.uniqueLockOwner)
     if owner == nil or owner == "" then
         owner = log_context.get(context, "hidden", "laravel_unique_job_lock_owner")
     end
-    if settings.laravel_at_least(13, 24) and type(owner) == "string" and owner ~= "" then
-        redis.script("queue", "release_lock", { key }, { owner })
-    else
-        redis.call("queue", "DEL", key)
-    end
+    local owned = settings.laravel_at_least(13, 24) and type(owner) == "string" and owner ~= ""
+    cache.release_unique_lock(key, owned and owner or nil)
 end
 
 -- The ModelNotFoundException Eloquent raises for class and ids (one or a list).

@@ -5,6 +5,7 @@
 -- timeout. Laravel's source: Illuminate/Queue/Worker.php (process, handleJobException).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
+local cache = require "luaworker.queue.cache"
 local task = require "luaworker.loop.task"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
@@ -15,9 +16,6 @@ local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 
 local M = {}
-
--- How long Laravel's maxExceptions counters live (job-exceptions:<uuid>, seconds).
-local EXCEPTIONS_TTL = 86400
 
 local function to_integer(v)
     -- PHP's (int) cast of a backoff entry: leading digits, else 0.
@@ -72,13 +70,8 @@ end
 local function fail_if_will_exceed_max_exceptions(job, exc)
     local uuid, max_exceptions = job:uuid(), tonumber(job:max_exceptions())
     if uuid == nil or max_exceptions == nil then return end
-    local key = settings.cache_prefix .. "job-exceptions:" .. uuid
-    local current = redis.call("cache", "GET", key)
-    if not current or current == "" or current == "0" then
-        redis.call("cache", "SETEX", key, EXCEPTIONS_TTL, 0)
-    end
-    if max_exceptions <= redis.call_once("cache", nil, "INCRBY", key, 1) then
-        redis.call("cache", "DEL", key)
+    if max_exceptions <= cache.count_exception(uuid) then
+        cache.forget_exceptions(uuid)
         failing.fail(job, exc.value, exc.text)
     end
 end

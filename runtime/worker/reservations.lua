@@ -32,6 +32,7 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
+local cache = require "luaworker.queue.cache"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
@@ -93,12 +94,6 @@ local function still_ours(sent)
     return since ~= nil and since <= sent
 end
 
--- Whether a PHP-serialized value in the cache is true as PHP reads it (a missing
--- key is not).
-local function cached_true(v)
-    return v ~= nil and v ~= false and v ~= "b:0;" and v ~= "N;" and v ~= "i:0;" and v ~= 's:0:"";'
-end
-
 local was_paused = {}  -- queue -> whether it was paused when last looked at
 
 -- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
@@ -106,16 +101,7 @@ local was_paused = {}  -- queue -> whether it was paused when last looked at
 -- illuminate:queues:paused (`queue:pause --all`) pauses every queue. A queue found
 -- paused, or no longer, is announced (WorkerQueuePaused / WorkerQueueResumed).
 function M.paused(q)
-    if not settings.laravel_at_least(12, 40) then return false end
-    local key = settings.cache_prefix .. "illuminate:queue:paused:" .. settings.connection_name
-        .. ":" .. q
-    local paused
-    if settings.laravel_at_least(13, 25) then
-        local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
-        paused = cached_true(values[1]) or cached_true(values[2])
-    else
-        paused = cached_true(redis.call("cache", "GET", key))
-    end
+    local paused = cache.queue_paused(settings.connection_name, q)
     if paused ~= (was_paused[q] or false) then
         was_paused[q] = paused
         output.queue_status(q, paused and "paused" or "resumed")

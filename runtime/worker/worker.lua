@@ -10,6 +10,7 @@ local redis = require "luaworker.redis"
 local task = require "luaworker.loop.task"
 local db = require "luaworker.db"
 local failed_jobs = require "luaworker.queue.failed_jobs"
+local cache = require "luaworker.queue.cache"
 local events = require "luaworker.base.events"
 local handlers = require "luaworker.worker.handlers"
 local handler_env = require "luaworker.worker.handler_env"
@@ -42,8 +43,8 @@ local restart_unreadable = false   -- said that the restart signal cannot be rea
 -- be read again. Not waited out: a cache store that is down or refuses the key must
 -- not hold up jobs.
 local function read_restart()
-    local key = settings.cache_prefix .. "illuminate:queue:restart"
-    local ran, ok, value, kind = task.run(host.command, "cache", "GET", key)
+    local key = cache.restart_key()
+    local ran, ok, value, kind = cache.read_restart()
     if ran and ok then
         if restart_unreadable then
             restart_unreadable = false
@@ -195,7 +196,6 @@ local function prepare(cli, cfg)
     options = cli.options
     settings.options, settings.config = options, cfg
     settings.connection_name = cli.args[1] or cfg.connection_name
-    settings.cache_prefix = cfg.prefix .. cfg.cache_prefix
     options.queue_list = options.queue or cfg.default_queue
     settings.queues = process.split(options.queue_list, ",")
     options.effective_backoff = options.backoff
