@@ -62,6 +62,31 @@ function M.migrate(q, now, batch)
     redis.script("queue", "migrate", { reserved, list, notify }, args)
 end
 
+-- Waits for a push onto one of qs (a BLPOP on their notify lists, on the "block"
+-- connection of its own) for up to seconds (-1: without limit; exact: to the
+-- millisecond, for a job that comes due then); a signal or a change of a tracked
+-- delayed set (track_delayed) ends it early. Raises a RedisError.
+function M.wait_for_push(qs, seconds, exact)
+    local notify = {}
+    for i, q in ipairs(qs) do notify[i] = select(4, M.keys(q)) end
+    redis.wait_notify(seconds, exact, notify)
+end
+
+-- Asks Redis to report every change of the :delayed sets of qs to the idle wait
+-- (CLIENT TRACKING ... BCAST on the "block" connection, Redis 6+): Laravel's later()
+-- adds a job without a notify token, and each report ends a wait_for_push. Raises a
+-- RedisError (a reply error: this Redis cannot).
+function M.track_delayed(qs)
+    local id = redis.subscribe_invalidations()
+    local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
+    for _, q in ipairs(qs) do
+        args[#args + 1] = "PREFIX"
+        args[#args + 1] = select(2, M.keys(q))
+    end
+    redis.call("block", "CLIENT", "TRACKING", "OFF")
+    redis.call("block", unpack(args))
+end
+
 -- For each queue of qs, the Unix second its next delayed job is due or its next
 -- reservation expires (whichever is first), or false when it has neither.
 function M.next_due(qs)

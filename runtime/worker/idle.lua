@@ -25,26 +25,16 @@ local function idle_bound()
     return options.block_for + options.sleep
 end
 
--- Changes of the delayed sets while idle: Laravel's later() adds a job without a
--- notify token, so the worker asks Redis (CLIENT TRACKING, BCAST, Redis 6+) to
--- report every change of the queues' :delayed sets, and each report ends its
--- idle wait. Set up again after either connection involved reconnected.
+-- Changes of the delayed sets while idle (queue.track_delayed: Laravel's later()
+-- adds a job without a notify token), each ending the idle wait. Set up again after
+-- either connection involved reconnected.
 local tracked = { connects = -1, unavailable = false }
 local invalidated_at = -1
 
 local function track_delayed_sets(queues)
     if tracked.unavailable then return end
     if host.subscribed() and tracked.connects == host.connects("block") then return end
-    local done, err = pcall(function()
-        local id = redis.subscribe_invalidations()
-        local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
-        for _, q in ipairs(queues) do
-            args[#args + 1] = "PREFIX"
-            args[#args + 1] = select(2, queue.keys(q))
-        end
-        redis.call("block", "CLIENT", "TRACKING", "OFF")
-        redis.call("block", unpack(args))
-    end)
+    local done, err = pcall(queue.track_delayed, queues)
     if not done then
         if not (redis.is_error(err) and err.kind == "reply") then error(err, 0) end
         tracked.unavailable = true
@@ -81,9 +71,7 @@ function M.wait(queues)
     local due = queue.next_due(open)
     -- after a first command: a Redis still loading its data refuses it
     track_delayed_sets(queues)
-    local notify = {}
     for i, q in ipairs(open) do
-        notify[i] = select(4, queue.keys(q))
         if due[i] then
             -- due jobs are moved once per second per queue (see reservations)
             local at = math.max(due[i], (reservations.migrated_at(q) or 0) + 1)
@@ -96,7 +84,7 @@ function M.wait(queues)
     -- at most INVALIDATION_RATE of those a second, however busy the sets are
     local since = host.clock() - invalidated_at
     if since < 1 / INVALIDATION_RATE then host.sleep(1 / INVALIDATION_RATE - since, true) end
-    redis.wait_notify(wait == math.huge and -1 or wait, exact, notify)
+    queue.wait_for_push(open, wait == math.huge and -1 or wait, exact)
     if host.take_invalidated() then invalidated_at = host.clock() end
 end
 
