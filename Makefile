@@ -175,7 +175,7 @@ FUZZ_PHP_SRC  = $(addprefix runtime/php/,php_value.c php_unserialize.c php_seria
                   php_meta.c php_scan.c php_float.c)
 
 $(FUZZ_OBJ)/fuzz_php_unserialize $(FUZZ_OBJ)/fuzz_payload: $(FUZZ_PHP_SRC) spec/fuzz/fuzz_lua.c
-$(FUZZ_OBJ)/fuzz_dotenv: runtime/config/dotenv.c
+$(FUZZ_OBJ)/fuzz_dotenv: runtime/config/dotenv.c runtime/lib/buffer.c
 
 $(FUZZ_OBJ)/fuzz_%: spec/fuzz/fuzz_%.c $(wildcard runtime/*/*.h)
 	@mkdir -p $(FUZZ_OBJ)

@@ -8,6 +8,7 @@ local H = require "spec.helpers"
 
 -- From the bottom. A folder may use the folders of the layers below its own.
 local LAYERS = {
+    { "lib" },                     -- the C side's small types (the growing buffer)
     { "php", "loader" },          -- PHP values and the encrypter; loading libraries
     { "config" },                  -- the command line, the environment, .env
     { "loop" },                    -- the vm (LuaJIT and libev), tasks, waits, the system

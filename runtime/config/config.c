@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include "config/dotenv.h"
+#include "lib/buffer.h"
 #include "php/encrypter.h"
 
 #include <ctype.h>
@@ -32,26 +33,20 @@ static int load_env_file(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "--env-file=%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
+    struct buffer text = {0};
     int rc = -1;
     for (;;) {
-        if (len > ENV_FILE_MAX) {
+        if (text.len > ENV_FILE_MAX) {
             snprintf(err, errlen, "--env-file=%s: larger than %d bytes: expected a Laravel .env file",
                      path, ENV_FILE_MAX);
             goto out;
         }
-        if (len + 4096 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *t = realloc(text, cap);
-            if (!t) {
-                snprintf(err, errlen, "--env-file=%s: out of memory", path);
-                goto out;
-            }
-            text = t;
+        if (buffer_reserve(&text, 4096)) {
+            snprintf(err, errlen, "--env-file=%s: out of memory", path);
+            goto out;
         }
-        size_t n = fread(text + len, 1, cap - len, f);
-        len += n;
+        size_t n = fread(text.data + text.len, 1, 4096, f);
+        buffer_commit(&text, n);
         if (n == 0)
             break;
     }
@@ -59,9 +54,9 @@ static int load_env_file(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "--env-file=%s: read error", path);
         goto out;
     }
-    rc = dotenv_parse(text, len, path, env_assign, env_lookup, NULL, err, errlen);
+    rc = dotenv_parse(text.data, text.len, path, env_assign, env_lookup, NULL, err, errlen);
 out:
-    free(text);
+    buffer_free(&text);
     fclose(f);
     return rc;
 }

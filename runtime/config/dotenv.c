@@ -1,33 +1,10 @@
 #include "config/dotenv.h"
+#include "lib/buffer.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A growable NUL-terminated byte buffer. */
-struct buf {
-    char *data;
-    size_t len, cap;
-};
-
-static int buf_put(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *data = realloc(b->data, cap);
-        if (!data)
-            return -1;
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return 0;
-}
 
 struct parser {
     const char *p, *end, *path;
@@ -50,10 +27,10 @@ static int is_name_char(int c)
 }
 
 /* Expands ${NAME} at ps->p (just past '$') into out. Returns 0 or -1. */
-static int expand(struct parser *ps, struct buf *out)
+static int expand(struct parser *ps, struct buffer *out)
 {
     if (ps->p >= ps->end || *ps->p != '{')
-        return buf_put(out, "$", 1) ? fail(ps, "out of memory") : 0;
+        return buffer_add(out, "$", 1) ? fail(ps, "out of memory") : 0;
     const char *start = ++ps->p;
     while (ps->p < ps->end && is_name_char((unsigned char)*ps->p))
         ps->p++;
@@ -67,12 +44,12 @@ static int expand(struct parser *ps, struct buf *out)
     name[n] = '\0';
     ps->p++;
     const char *value = ps->lookup ? ps->lookup(name, ps->data) : NULL;
-    if (value && buf_put(out, value, strlen(value)))
+    if (value && buffer_add(out, value, strlen(value)))
         return fail(ps, "out of memory");
     return 0;
 }
 
-static int parse_double_quoted(struct parser *ps, struct buf *out)
+static int parse_double_quoted(struct parser *ps, struct buffer *out)
 {
     int start_line = ps->line;
     for (;;) {
@@ -98,17 +75,17 @@ static int parse_double_quoted(struct parser *ps, struct buf *out)
             case 't': c = '\t'; break;
             case '"': case '\\': case '$': c = e; break;
             default:
-                if (buf_put(out, "\\", 1))
+                if (buffer_add(out, "\\", 1))
                     return fail(ps, "out of memory");
                 c = e;
             }
         }
-        if (buf_put(out, &c, 1))
+        if (buffer_add(out, &c, 1))
             return fail(ps, "out of memory");
     }
 }
 
-static int parse_single_quoted(struct parser *ps, struct buf *out)
+static int parse_single_quoted(struct parser *ps, struct buffer *out)
 {
     const char *start = ps->p;
     int start_line = ps->line;
@@ -121,14 +98,14 @@ static int parse_single_quoted(struct parser *ps, struct buf *out)
         ps->line = start_line;
         return fail(ps, "expected a closing \"'\"");
     }
-    if (buf_put(out, start, (size_t)(ps->p - start)))
+    if (buffer_add(out, start, (size_t)(ps->p - start)))
         return fail(ps, "out of memory");
     ps->p++;
     return 0;
 }
 
 /* Unquoted: up to end of line or a '#' preceded by white space; trimmed. */
-static int parse_unquoted(struct parser *ps, struct buf *out)
+static int parse_unquoted(struct parser *ps, struct buffer *out)
 {
     while (ps->p < ps->end && *ps->p != '\n') {
         char c = *ps->p;
@@ -142,7 +119,7 @@ static int parse_unquoted(struct parser *ps, struct buf *out)
         }
         if (c == '"' || c == '\'')
             return fail(ps, "unexpected quote inside an unquoted value");
-        if (buf_put(out, &c, 1))
+        if (buffer_add(out, &c, 1))
             return fail(ps, "out of memory");
     }
     while (out->len && isspace((unsigned char)out->data[out->len - 1]))
@@ -173,7 +150,7 @@ int dotenv_parse(const char *text, size_t len, const char *path,
                  char *err, size_t errlen)
 {
     struct parser ps = {text, text + len, path, 1, lookup, data, err, errlen};
-    struct buf key = {0}, value = {0};
+    struct buffer key = {0}, value = {0};
     int rc = -1;
 
     while (ps.p < ps.end) {
@@ -202,7 +179,7 @@ int dotenv_parse(const char *text, size_t len, const char *path,
             fail(&ps, "expected a variable name (letters, digits, '_' or '.')");
             goto out;
         }
-        if (buf_put(&key, start, (size_t)(ps.p - start)) || buf_put(&value, "", 0)) {
+        if (buffer_add(&key, start, (size_t)(ps.p - start)) || buffer_add(&value, "", 0)) {
             fail(&ps, "out of memory");
             goto out;
         }
@@ -233,7 +210,7 @@ int dotenv_parse(const char *text, size_t len, const char *path,
     }
     rc = 0;
 out:
-    free(key.data);
-    free(value.data);
+    buffer_free(&key);
+    buffer_free(&value);
     return rc;
 }

@@ -1,4 +1,5 @@
 #include "http/http_client.h"
+#include "lib/buffer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,30 +68,6 @@ static int load_curl(char *err, size_t errlen)
     return 0;
 }
 
-/* A growing buffer. */
-struct buffer {
-    char *data;
-    size_t len, cap;
-};
-
-static int buffer_add(struct buffer *b, const char *p, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d)
-            return -1;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
 /* A socket libcurl asked the loop to watch. */
 struct watch {
     ev_io io;
@@ -149,8 +126,8 @@ static void request_free(struct http_request *r)
     free(r->method);
     free(r->url);
     free(r->request_body);
-    free(r->head.data);
-    free(r->body.data);
+    buffer_free(&r->head);
+    buffer_free(&r->body);
     free(r);
 }
 
