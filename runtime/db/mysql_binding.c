@@ -20,12 +20,6 @@ static const char *const setting_names[SETTINGS] = {
  * taken for down. */
 #define CONNECT_TIMEOUT 10
 
-static struct my_conn *check_conn(lua_State *L, int idx)
-{
-    struct my_conn **p = luaL_checkudata(L, idx, MYSQL_META);
-    return *p;
-}
-
 /* A task waiting on c was abandoned: the connection ends with it (the caller asks
  * the server to end the statement: it does not notice a client gone). */
 static void cancel_wait(struct vm_waiter *w)
@@ -74,11 +68,8 @@ static int l_host_mysql_open(lua_State *L)
     luaL_checktype(L, 1, LUA_TTABLE);
     char err[300];
     const struct mysql_api *my = mysql_api_get(err, sizeof err);
-    if (!my) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        return 2;
-    }
+    if (!my)
+        return vm_push_error(L, err);
     struct my_conn *c = calloc(1, sizeof *c);
     if (!c)
         return luaL_error(L, "out of memory");
@@ -86,10 +77,7 @@ static int l_host_mysql_open(lua_State *L)
     c->my = my;
     ev_init(&c->io, mysql_conn_on_io);
     c->io.data = c;
-    struct my_conn **p = lua_newuserdata(L, sizeof *p);
-    *p = c;
-    luaL_getmetatable(L, MYSQL_META);
-    lua_setmetatable(L, -2);
+    vm_push_handle(L, MYSQL_META, c);
     for (int i = 0; i < SETTINGS; i++) {
         lua_getfield(L, 1, setting_names[i]);
         const char *v = lua_tostring(L, -1);
@@ -120,7 +108,7 @@ static int l_host_mysql_open(lua_State *L)
 static int l_host_mysql_connected(lua_State *L)
 {
     vm_check_wait(L);
-    struct my_conn *c = check_conn(L, 1);
+    struct my_conn *c = vm_handle(L, 1, MYSQL_META);
     if (!c->mysql || c->step != STEP_NONE || c->broken)
         return luaL_error(L, "the connection is not to be set up");
     char **s = c->settings;
@@ -141,7 +129,7 @@ static int l_host_mysql_connected(lua_State *L)
 static int l_host_mysql_query(lua_State *L)
 {
     vm_check_wait(L);
-    struct my_conn *c = check_conn(L, 1);
+    struct my_conn *c = vm_handle(L, 1, MYSQL_META);
     size_t len;
     const char *sql = luaL_checklstring(L, 2, &len);
     lua_Integer n = luaL_checkinteger(L, 3);
@@ -172,14 +160,14 @@ static int l_host_mysql_query(lua_State *L)
 /* host.mysql_close(connection): ends it (again is harmless). */
 static int l_host_mysql_close(lua_State *L)
 {
-    mysql_conn_close(check_conn(L, 1));
+    mysql_conn_close(vm_handle(L, 1, MYSQL_META));
     return 0;
 }
 
 /* host.mysql_alive(connection) -> whether it is open and no failure was seen on it. */
 static int l_host_mysql_alive(lua_State *L)
 {
-    struct my_conn *c = check_conn(L, 1);
+    struct my_conn *c = vm_handle(L, 1, MYSQL_META);
     lua_pushboolean(L, c->mysql && !c->broken && c->step == STEP_NONE);
     return 1;
 }
@@ -188,7 +176,7 @@ static int l_host_mysql_alive(lua_State *L)
  * open on it (SERVER_STATUS_IN_TRANS of its last reply); false once closed. */
 static int l_host_mysql_in_transaction(lua_State *L)
 {
-    struct my_conn *c = check_conn(L, 1);
+    struct my_conn *c = vm_handle(L, 1, MYSQL_META);
     lua_pushboolean(L, c->mysql && (c->mysql->server_status & SERVER_STATUS_IN_TRANS));
     return 1;
 }
@@ -196,22 +184,14 @@ static int l_host_mysql_in_transaction(lua_State *L)
 /* host.mysql_thread_id(connection) -> the server's id of the connection (for KILL). */
 static int l_host_mysql_thread_id(lua_State *L)
 {
-    struct my_conn *c = check_conn(L, 1);
+    struct my_conn *c = vm_handle(L, 1, MYSQL_META);
     lua_pushnumber(L, c->mysql ? (double)c->my->thread_id(c->mysql) : 0);
     return 1;
 }
 
 static int mysql_gc(lua_State *L)
 {
-    struct my_conn **p = luaL_checkudata(L, 1, MYSQL_META);
-    if (*p) {
-        if ((*p)->w)
-            vm_waiter_drop((*p)->w);
-        mysql_conn_close(*p);
-        mysql_conn_forget_settings(*p);
-        free(*p);
-        *p = NULL;
-    }
+    mysql_conn_free(vm_take_handle(L, 1, MYSQL_META));
     return 0;
 }
 

@@ -67,6 +67,17 @@ void mysql_conn_close(struct my_conn *c)
     mysql_conn_forget_settings(c);
 }
 
+void mysql_conn_free(struct my_conn *c)
+{
+    if (!c)
+        return;
+    if (c->w)
+        vm_waiter_drop(c->w);
+    mysql_conn_close(c);
+    mysql_conn_forget_settings(c);
+    free(c);
+}
+
 /* What a finished wait hands the task: mysql_values_push_outcome's values. */
 static int push_outcome(lua_State *L, void *data)
 {

@@ -60,6 +60,10 @@ void mysql_conn_end_statement(struct my_conn *c);
 /* Ends c (an operation under way fails); again is harmless. */
 void mysql_conn_close(struct my_conn *c);
 
+/* Frees c (NULL is nothing): a task waiting on it is dropped, the connection
+ * closed, the settings forgotten. */
+void mysql_conn_free(struct my_conn *c);
+
 /* Goes on after a _start or _cont returned st: waits for the socket, or advances. */
 void mysql_conn_proceed(struct my_conn *c, int st);
 

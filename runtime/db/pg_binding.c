@@ -265,12 +265,6 @@ static void on_io(struct ev_loop *loop, ev_io *io, int revents)
     read_results(c);
 }
 
-static struct pg_conn *check_conn(lua_State *L, int idx)
-{
-    struct pg_conn **p = luaL_checkudata(L, idx, PG_META);
-    return *p;
-}
-
 /* A task waiting on c was abandoned: the connection ends with it (the server ends
  * its statement when it sees the connection go). */
 static void cancel_wait(struct vm_waiter *w)
@@ -307,11 +301,8 @@ static int l_host_pg_open(lua_State *L)
     luaL_checktype(L, 1, LUA_TTABLE);
     char err[300];
     const struct pg_api *pq = pg_api_get(err, sizeof err);
-    if (!pq) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        return 2;
-    }
+    if (!pq)
+        return vm_push_error(L, err);
     const char *keys[32], *values[32];
     int n = 0;
     lua_pushnil(L);
@@ -331,14 +322,10 @@ static int l_host_pg_open(lua_State *L)
     c->pq = pq;
     ev_init(&c->io, on_io);
     c->io.data = c;
-    struct pg_conn **p = lua_newuserdata(L, sizeof *p);
-    *p = c;
-    luaL_getmetatable(L, PG_META);
-    lua_setmetatable(L, -2);
+    vm_push_handle(L, PG_META, c);
     c->conn = pq->connectStartParams(keys, values, 0);
     if (!c->conn || pq->status(c->conn) == CONNECTION_BAD) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, c->conn ? pq->errorMessage(c->conn) : "out of memory");
+        vm_push_error(L, c->conn ? pq->errorMessage(c->conn) : "out of memory");
         close_conn(c);
         return 2;
     }
@@ -364,7 +351,7 @@ static void connect_timed_out(struct vm_waiter *w)
 static int l_host_pg_connected(lua_State *L)
 {
     vm_check_wait(L);
-    struct pg_conn *c = check_conn(L, 1);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
     if (!c->conn || !c->connecting)
         return luaL_error(L, "the connection is not being set up");
     lua_settop(L, 1);  /* keeps the connection alive while the task waits */
@@ -380,7 +367,7 @@ static int l_host_pg_connected(lua_State *L)
 static int l_host_pg_query(lua_State *L)
 {
     vm_check_wait(L);
-    struct pg_conn *c = check_conn(L, 1);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
     if (n < 0 || n > MAX_PARAMS)
@@ -410,14 +397,14 @@ static int l_host_pg_query(lua_State *L)
 /* host.pg_close(connection): ends it (again is harmless). */
 static int l_host_pg_close(lua_State *L)
 {
-    close_conn(check_conn(L, 1));
+    close_conn(vm_handle(L, 1, PG_META));
     return 0;
 }
 
 /* host.pg_alive(connection) -> whether it is open and fine. */
 static int l_host_pg_alive(lua_State *L)
 {
-    struct pg_conn *c = check_conn(L, 1);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
     lua_pushboolean(L, c->conn && c->pq->status(c->conn) == CONNECTION_OK);
     return 1;
 }
@@ -426,7 +413,7 @@ static int l_host_pg_alive(lua_State *L)
  * statement under way); false once closed. */
 static int l_host_pg_in_transaction(lua_State *L)
 {
-    struct pg_conn *c = check_conn(L, 1);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
     lua_pushboolean(L, c->conn && c->pq->transactionStatus(c->conn) != PQTRANS_IDLE
                            && c->pq->transactionStatus(c->conn) != PQTRANS_UNKNOWN);
     return 1;
@@ -436,20 +423,19 @@ static int l_host_pg_in_transaction(lua_State *L)
  * pg_terminate_backend), 0 once closed. */
 static int l_host_pg_backend_pid(lua_State *L)
 {
-    struct pg_conn *c = check_conn(L, 1);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
     lua_pushinteger(L, c->conn ? c->pq->backendPID(c->conn) : 0);
     return 1;
 }
 
 static int pg_gc(lua_State *L)
 {
-    struct pg_conn **p = luaL_checkudata(L, 1, PG_META);
-    if (*p) {
-        if ((*p)->w)
-            vm_waiter_drop((*p)->w);
-        close_conn(*p);
-        free(*p);
-        *p = NULL;
+    struct pg_conn *c = vm_take_handle(L, 1, PG_META);
+    if (c) {
+        if (c->w)
+            vm_waiter_drop(c->w);  /* the task waiting on it was abandoned */
+        close_conn(c);
+        free(c);
     }
     return 0;
 }

@@ -73,15 +73,11 @@ static int l_host_sqlite_open(lua_State *L)
     const char *path = luaL_checkstring(L, 1);
     int busy_ms = (int)luaL_optinteger(L, 2, 5000);
     char err[300];
-    if (load(err, sizeof err)) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        return 2;
-    }
-    sqlite3 **p = lua_newuserdata(L, sizeof *p);
-    *p = NULL;
-    luaL_getmetatable(L, SQLITE_META);
-    lua_setmetatable(L, -2);
+    if (load(err, sizeof err))
+        return vm_push_error(L, err);
+    /* the handle first: the database it holds is closed by its __gc whatever follows */
+    vm_push_handle(L, SQLITE_META, NULL);
+    sqlite3 **p = lua_touserdata(L, -1);
     int rc = sq.open_v2(path, p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         lua_pushboolean(L, 0);
@@ -244,10 +240,9 @@ static int l_host_sqlite_in_transaction(lua_State *L)
 /* host.sqlite_close(database): closes it (again is harmless). */
 static int l_host_sqlite_close(lua_State *L)
 {
-    sqlite3 **p = luaL_checkudata(L, 1, SQLITE_META);
-    if (*p)
-        sq.close_v2(*p);
-    *p = NULL;
+    sqlite3 *db = vm_take_handle(L, 1, SQLITE_META);
+    if (db)
+        sq.close_v2(db);
     return 0;
 }
 

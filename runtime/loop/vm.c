@@ -179,6 +179,34 @@ void vm_add_type(struct vm *h, const char *name, lua_CFunction gc)
     lua_pop(h->L, 1);
 }
 
+void vm_push_handle(lua_State *L, const char *type, void *object)
+{
+    void **p = lua_newuserdata(L, sizeof *p);
+    *p = object;
+    luaL_getmetatable(L, type);
+    lua_setmetatable(L, -2);
+}
+
+void *vm_handle(lua_State *L, int idx, const char *type)
+{
+    return *(void **)luaL_checkudata(L, idx, type);
+}
+
+void *vm_take_handle(lua_State *L, int idx, const char *type)
+{
+    void **p = luaL_checkudata(L, idx, type);
+    void *object = *p;
+    *p = NULL;
+    return object;
+}
+
+int vm_push_error(lua_State *L, const char *message)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, message);
+    return 2;
+}
+
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h))
 {
     if (h->wakes < VM_HOOKS_MAX)

@@ -100,6 +100,19 @@ void vm_add_functions(struct vm *h, const luaL_Reg *fns);
  * their __gc. */
 void vm_add_type(struct vm *h, const char *name, lua_CFunction gc);
 
+/* A binding's value in Lua is a handle: a userdata of a type vm_add_type made,
+ * holding a pointer to the binding's C object. vm_push_handle pushes a new one;
+ * vm_handle gives the object of the handle at idx (raising when it is not of type;
+ * NULL once taken); vm_take_handle gives it and leaves the handle empty, for the
+ * type's __gc and a close that frees the object. */
+void vm_push_handle(lua_State *L, const char *type, void *object);
+void *vm_handle(lua_State *L, int idx, const char *type);
+void *vm_take_handle(lua_State *L, int idx, const char *type);
+
+/* The failure a binding's function returns to Lua: pushes false and message;
+ * returns 2 (use as `return vm_push_error(L, message);`). */
+int vm_push_error(lua_State *L, const char *message);
+
 /* fn(h) is called after each signal that may end a wait (see vm.quit...). */
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h));
 
