@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -72,15 +73,15 @@ static int load_curl(char *err, size_t errlen)
 struct watch {
     ev_io io;
     struct http_client *c;
-    struct watch *prev, *next;
+    LIST_ENTRY(watch) link;         /* in the client's watches */
 };
 
 struct http_client {
     struct ev_loop *loop;
     CURLM *multi;
     ev_timer timer;
-    struct watch *watches;
-    struct http_request *requests;  /* under way */
+    LIST_HEAD(, watch) watches;
+    LIST_HEAD(, http_request) requests;  /* under way */
 };
 
 /* A request, over one or more hops (a redirect followed starts another). */
@@ -105,19 +106,14 @@ struct http_request {
     CURLcode code;                  /* how it ended, once finished */
     int finished;                   /* ended, its response not handed over yet */
     int cancelled;                  /* cancelled then: freed instead of handed over */
-    struct http_request *done_next; /* the next of those */
-    struct http_request *prev, *next;
+    STAILQ_ENTRY(http_request) done_link;  /* in finish_done's list of those */
+    LIST_ENTRY(http_request) link;  /* in the client's requests */
 };
 
 static void request_free(struct http_request *r)
 {
     struct http_client *c = r->c;
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        c->requests = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    LIST_REMOVE(r, link);
     if (r->easy) {
         curl.multi_remove_handle(c->multi, r->easy);
         curl.easy_cleanup(r->easy);
@@ -171,7 +167,7 @@ static void deliver(struct http_request *r)
  * requests. */
 static void finish_done(struct http_client *c)
 {
-    struct http_request *first = NULL, **last = &first;
+    STAILQ_HEAD(, http_request) finished = STAILQ_HEAD_INITIALIZER(finished);
     CURLMsg *msg;
     int left;
     while ((msg = curl.multi_info_read(c->multi, &left))) {
@@ -182,12 +178,11 @@ static void finish_done(struct http_client *c)
         r->code = msg->data.result;
         r->finished = 1;
         curl.multi_remove_handle(c->multi, r->easy);
-        *last = r;
-        last = &r->done_next;
+        STAILQ_INSERT_TAIL(&finished, r, done_link);
     }
-    while (first) {
-        struct http_request *r = first;
-        first = r->done_next;
+    struct http_request *r;
+    while ((r = STAILQ_FIRST(&finished))) {
+        STAILQ_REMOVE_HEAD(&finished, done_link);
         deliver(r);
     }
 }
@@ -216,12 +211,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 static void watch_free(struct http_client *c, struct watch *w)
 {
     ev_io_stop(c->loop, &w->io);
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        c->watches = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    LIST_REMOVE(w, link);
     free(w);
 }
 
@@ -241,10 +231,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
         if (!(w = calloc(1, sizeof *w)))
             return -1;
         w->c = c;
-        w->next = c->watches;
-        if (c->watches)
-            c->watches->prev = w;
-        c->watches = w;
+        LIST_INSERT_HEAD(&c->watches, w, link);
         curl.multi_assign(c->multi, s, w);
     } else {
         ev_io_stop(c->loop, &w->io);
@@ -324,11 +311,11 @@ void http_client_free(struct http_client *c)
 {
     if (!c)
         return;
-    while (c->requests)
-        request_free(c->requests);
+    while (!LIST_EMPTY(&c->requests))
+        request_free(LIST_FIRST(&c->requests));
     curl.multi_cleanup(c->multi);
-    while (c->watches)
-        watch_free(c, c->watches);
+    while (!LIST_EMPTY(&c->watches))
+        watch_free(c, LIST_FIRST(&c->watches));
     ev_timer_stop(c->loop, &c->timer);
     free(c);
 }
@@ -532,10 +519,7 @@ struct http_request *http_request_start(struct http_client *c, const struct http
     }
     /* under way from here: request_free undoes whatever was done */
     r->c = c;
-    r->next = c->requests;
-    if (c->requests)
-        c->requests->prev = r;
-    c->requests = r;
+    LIST_INSERT_HEAD(&c->requests, r, link);
     r->done = done;
     r->data = data;
     r->max_size = o->max_size;

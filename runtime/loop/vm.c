@@ -515,6 +515,15 @@ int vm_run(struct vm *h, const struct cli *cli)
     return h->exit_code;
 }
 
+static void free_waiters(struct vm_waiters *list)
+{
+    struct vm_waiter *w;
+    while ((w = LIST_FIRST(list))) {
+        LIST_REMOVE(w, link);
+        free(w);
+    }
+}
+
 void vm_close(struct vm *h)
 {
     /* blocked again before their watchers go (which restores the default actions):
@@ -524,8 +533,9 @@ void vm_close(struct vm *h)
     signals_fill(&handled);
     sigprocmask(SIG_BLOCK, &handled, NULL);
     h->closing = 1;
+    struct vm_waiter *w;
     if (h->loop)
-        for (struct vm_waiter *w = h->waits; w; w = w->next)
+        LIST_FOREACH(w, &h->waits, link)
             ev_timer_stop(h->loop, &w->timer);
     /* the bindings: their connections and requests end without a word (no reply
      * resumes Lua now), their waiters are freed below */
@@ -541,14 +551,6 @@ void vm_close(struct vm *h)
     if (h->L)
         lua_close(h->L);
     h->L = NULL;
-    while (h->waits) {
-        struct vm_waiter *w = h->waits;
-        h->waits = w->next;
-        free(w);
-    }
-    while (h->spare) {
-        struct vm_waiter *w = h->spare;
-        h->spare = w->next;
-        free(w);
-    }
+    free_waiters(&h->waits);
+    free_waiters(&h->spare);
 }

@@ -22,6 +22,8 @@
 #include <lua.h>
 
 #include "config/cli.h"
+#include <sys/queue.h>
+
 #include "config/config.h"
 #include "loop/signals.h"
 
@@ -42,8 +44,10 @@ struct vm_waiter {
     void *data;                     /* what its cancel ends (a request, a connection) */
     void (*cancel)(struct vm_waiter *w);  /* ends it, its ticket never brought */
     void (*expire)(struct vm_waiter *w);  /* its deadline's, while one runs */
-    struct vm_waiter *prev, *next;
+    LIST_ENTRY(vm_waiter) link;     /* in the vm's waits or spare, or neither */
 };
+
+LIST_HEAD(vm_waiters, vm_waiter);
 
 #define VM_UNITS_MAX 16
 #define VM_HOOKS_MAX 8
@@ -68,8 +72,8 @@ struct vm {
 
     /* waits */
     double waiters;                 /* waiters made so far (each has its ticket) */
-    struct vm_waiter *waits;        /* the waits that can be cancelled (timers, requests) */
-    struct vm_waiter *spare;        /* waiters given back, for reuse */
+    struct vm_waiters waits;        /* the waits that can be cancelled (timers, requests) */
+    struct vm_waiters spare;        /* waiters given back, for reuse */
     int waiters_ref;                /* registry: weak set of the coroutines that may
                                      * wait besides the main one (host.allow_waits) */
 

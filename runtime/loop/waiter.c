@@ -10,10 +10,10 @@
 
 struct vm_waiter *vm_waiter_take(struct vm *h)
 {
-    struct vm_waiter *w = h->spare;
+    struct vm_waiter *w = LIST_FIRST(&h->spare);
     double ticket;
     if (w) {
-        h->spare = w->next;
+        LIST_REMOVE(w, link);
         ticket = w->ticket;
     } else if ((w = malloc(sizeof *w))) {
         ticket = VM_FIRST_WAITER_TICKET + h->waiters++;
@@ -28,24 +28,15 @@ struct vm_waiter *vm_waiter_take(struct vm *h)
 
 void vm_waiter_link(struct vm_waiter *w)
 {
-    struct vm *h = w->h;
-    w->prev = NULL;
-    w->next = h->waits;
-    if (h->waits)
-        h->waits->prev = w;
-    h->waits = w;
+    LIST_INSERT_HEAD(&w->h->waits, w, link);
 }
 
 void vm_waiter_unlink(struct vm_waiter *w)
 {
-    struct vm *h = w->h;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        h->waits = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    w->prev = w->next = NULL;
+    if (w->link.le_prev)  /* in h->waits */
+        LIST_REMOVE(w, link);
+    w->link.le_prev = NULL;
+    w->link.le_next = NULL;
 }
 
 struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
@@ -90,8 +81,6 @@ void vm_waiter_drop(struct vm_waiter *w)
 
 void vm_waiter_give(struct vm_waiter *w)
 {
-    struct vm *h = w->h;
     w->cancel = NULL;
-    w->next = h->spare;
-    h->spare = w;
+    LIST_INSERT_HEAD(&w->h->spare, w, link);
 }

@@ -57,9 +57,10 @@ static void wake(struct vm *h)
 {
     /* each resume may start or end timers: look again from the start after each */
     for (;;) {
-        struct vm_waiter *w = h->waits;
-        while (w && !w->wakeable)
-            w = w->next;
+        struct vm_waiter *w;
+        LIST_FOREACH(w, &h->waits, link)
+            if (w->wakeable)
+                break;
         if (!w || h->finished)
             return;
         end_timer(w, 0);
@@ -106,8 +107,9 @@ static int l_host_cancel(lua_State *L)
     struct vm_waiter *w = lua_touserdata(L, 2);
     /* a handle whose waiter was given back since may hold another wait now */
     if (!w || w->ticket != ticket || !w->cancel)
-        for (w = h->waits; w && w->ticket != ticket; w = w->next)
-            ;
+        LIST_FOREACH(w, &h->waits, link)
+            if (w->ticket == ticket)
+                break;
     if (w)
         w->cancel(w);
     lua_pushboolean(L, w != NULL);

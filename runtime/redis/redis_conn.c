@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -34,14 +35,14 @@ struct pending {
     int argc;
     char **argv;
     size_t *argvlen;
-    struct pending *next;   /* in conn->kept */
+    STAILQ_ENTRY(pending) link;  /* in conn->kept */
 };
 
 /* The reply filter of one of a redis_conn's connections (while it is open). */
 struct stream {
     redisAsyncContext *ac;
     struct reply_limits limits;
-    struct stream *next;
+    SLIST_ENTRY(stream) link;
 };
 
 struct redis_conn {
@@ -53,31 +54,29 @@ struct redis_conn {
     redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
     unsigned long connects;        /* connections opened so far */
     char setup_error[600];         /* why, for the replies still pending on it */
-    struct pending *kept;          /* REDIS_CONN_KEEP commands for the next connection */
-    struct pending **kept_tail;
+    STAILQ_HEAD(, pending) kept;   /* REDIS_CONN_KEEP commands for the next connection */
     int freeing;                   /* in redis_conn_free: nothing is kept any more */
-    struct stream *streams;        /* of the connections still open */
+    SLIST_HEAD(, stream) streams;  /* of the connections still open */
     long long max_string;          /* see redis_conn_limit_strings */
     char max_string_what[64];
 };
 
 static struct stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
 {
-    struct stream *s = c ? c->streams : NULL;
-    while (s && s->ac != ac)
-        s = s->next;
+    struct stream *s = NULL;
+    if (c)
+        SLIST_FOREACH(s, &c->streams, link)
+            if (s->ac == ac)
+                break;
     return s;
 }
 
 static void stream_drop(struct redis_conn *c, const redisAsyncContext *ac)
 {
-    for (struct stream **at = &c->streams; *at; at = &(*at)->next) {
-        if ((*at)->ac == ac) {
-            struct stream *s = *at;
-            *at = s->next;
-            free(s);
-            return;
-        }
+    struct stream *s = stream_of(c, ac);
+    if (s) {
+        SLIST_REMOVE(&c->streams, s, stream, link);
+        free(s);
     }
 }
 
@@ -126,8 +125,7 @@ static void read_through_stream(struct redis_conn *c, redisAsyncContext *ac)
         return;  /* read as hiredis reads */
     s->ac = ac;
     s->limits.max_string = c->max_string;
-    s->next = c->streams;
-    c->streams = s;
+    SLIST_INSERT_HEAD(&c->streams, s, link);
     ev_set_cb(&((redisLibevEvents *)ac->ev.data)->rev, on_readable);
 #else
     (void)c;
@@ -220,15 +218,12 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 /* Sends the kept commands on the fresh connection ac, in the order they came. */
 static void send_kept(struct redis_conn *c, redisAsyncContext *ac)
 {
-    while (c->kept) {
-        struct pending *p = c->kept;
+    struct pending *p;
+    while ((p = STAILQ_FIRST(&c->kept))) {
         if (redisAsyncCommandArgv(ac, on_reply, p, p->argc, (const char **)p->argv, p->argvlen) !=
             REDIS_OK)
             return;
-        c->kept = p->next;
-        p->next = NULL;
-        if (!c->kept)
-            c->kept_tail = &c->kept;
+        STAILQ_REMOVE_HEAD(&c->kept, link);
     }
 }
 
@@ -276,7 +271,7 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
     c->loop = loop;
     c->settings = *s;
     c->scripts = scripts;
-    c->kept_tail = &c->kept;
+    STAILQ_INIT(&c->kept);
     snprintf(c->describe, sizeof c->describe, "%s:%d/%d", s->host, s->port, s->db);
     return c;
 }
@@ -399,8 +394,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
                                     ? REDIS_CONN_LOST
                                     : REDIS_CONN_UNSENT;
     if (p->keep && !c->freeing) {
-        *c->kept_tail = p;
-        c->kept_tail = &p->next;
+        STAILQ_INSERT_TAIL(&c->kept, p, link);
         return;
     }
     char lost[700];
@@ -428,8 +422,7 @@ int redis_conn_command(struct redis_conn *c, int flags, int argc, const char **a
     if (send_pending(c, p, argc, keep ? (const char **)p->argv : argv, keep ? p->argvlen : argvlen,
                      err, errlen)) {
         if (keep) {  /* for the next connection */
-            *c->kept_tail = p;
-            c->kept_tail = &p->next;
+            STAILQ_INSERT_TAIL(&c->kept, p, link);
             return 0;
         }
         pending_free(p);
@@ -491,13 +484,16 @@ void redis_conn_free(struct redis_conn *c)
         ac->data = NULL;
         redisAsyncFree(ac);
     }
-    while (c->kept) {
-        struct pending *p = c->kept;
-        c->kept = p->next;
+    struct pending *p;
+    while ((p = STAILQ_FIRST(&c->kept))) {
+        STAILQ_REMOVE_HEAD(&c->kept, link);
         p->fn(p->data, NULL, "connection closed", REDIS_CONN_LOST);
         pending_free(p);
     }
-    while (c->streams)
-        stream_drop(c, c->streams->ac);
+    struct stream *s;
+    while ((s = SLIST_FIRST(&c->streams))) {
+        SLIST_REMOVE_HEAD(&c->streams, link);
+        free(s);
+    }
     free(c);
 }
