@@ -38,6 +38,7 @@ local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 local drivers = require "luaworker.db.drivers"
+local backoff = require "luaworker.base.backoff"
 
 local M = {}
 
@@ -93,7 +94,7 @@ local OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX = 1, 30
 -- succeeds after. Raises other errors; and the last one when the worker stops
 -- meanwhile (what waited is left for later). Returns fn's results.
 function M.wait_out(fn, retry, say, said, ...)
-    local wait, waited = OUTAGE_WAIT_FIRST, false
+    local waits, waited = backoff.new(OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX), false
     while true do
         local results = { pcall(fn, ...) }
         if results[1] then
@@ -104,8 +105,7 @@ function M.wait_out(fn, retry, say, said, ...)
         if not retry(err) or settings.giving_up() then error(err, 0) end
         if not waited then say(err) end
         waited = true
-        host.sleep(wait, true)  -- a stop signal ends it early
-        wait = math.min(wait * 2, OUTAGE_WAIT_MAX)
+        host.sleep(waits:next(), true)  -- a stop signal ends it early
     end
 end
 

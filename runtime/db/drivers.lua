@@ -30,6 +30,7 @@ local M = {}
 local sqlstates = require "luaworker.db.sqlstates"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
+local backoff = require "luaworker.base.backoff"
 
 local function env(name, default)
     local v = os.getenv(name)
@@ -348,7 +349,7 @@ drivers.sqlite = {
             if v == nil then v = false end
             params[i] = v
         end
-        local wait = SQLITE_WAIT_FIRST
+        local waits = backoff.new(SQLITE_WAIT_FIRST, SQLITE_WAIT_MAX)
         while true do
             local ok, a, b, kind = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
             if ok then return a, b end
@@ -358,8 +359,7 @@ drivers.sqlite = {
                 local code = b % 256
                 statement_error(SQLITE_STATES[code] or "HY000", code, a)
             end
-            host.sleep(wait)
-            wait = math.min(wait * 2, SQLITE_WAIT_MAX)
+            host.sleep(waits:next())
         end
     end,
 }

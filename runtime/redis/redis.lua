@@ -22,6 +22,7 @@
 --                   a lost connection raises
 -- Elsewhere (the other commands) every failure raises at once.
 local host = require "luaworker.host"
+local backoff = require "luaworker.base.backoff"
 
 local M = {}
 
@@ -136,14 +137,14 @@ local function attempt(repeat_lost, limit, fn, ...)
         in_outage = true
         on_outage(value)
     end
-    local started, delay = host.clock(), FIRST_DELAY
+    local started, delays = host.clock(), backoff.new(FIRST_DELAY, MAX_DELAY)
     local held = limit == nil
     if held then hold(true) end
     repeat
+        local delay = delays:next()
         if limit and host.clock() - started + delay > limit then break end
         if interrupted and interrupted() then break end
         host.sleep(delay, true)
-        delay = math.min(delay * 2, MAX_DELAY)
         ok, value, kind = fn(...)
     until ok or not waits_out(value, kind, repeat_lost)
     if held then hold(false) end

@@ -20,6 +20,7 @@ local in_flight = require "luaworker.worker.in_flight"
 local reservations = require "luaworker.worker.reservations"
 local idle = require "luaworker.worker.idle"
 local settings = require "luaworker.base.settings"
+local backoff = require "luaworker.base.backoff"
 
 local M = {}
 
@@ -66,7 +67,7 @@ end
 -- Seconds to wait after an error of the loop: doubles per error in a row, up to
 -- ERROR_DELAY_MAX, and starts again at 1 after a success.
 local ERROR_DELAY_MAX = 16
-local error_delay = 1
+local error_delays = backoff.new(1, ERROR_DELAY_MAX)
 
 -- Runs fn(...) in a coroutine of its own. An error is logged with what, and the
 -- loop waits before it goes on; a transient failure is noted as an outage instead
@@ -75,13 +76,12 @@ local error_delay = 1
 local function guarded(what, fn, ...)
     local ok, result = task.run(fn, ...)
     if ok then
-        error_delay = 1
+        error_delays:reset()
         return true, result
     end
     if redis.note_outage(result) then return false end
     output.error(what .. ": " .. tostring(redis.is_error(result) and result.message or result))
-    host.sleep(error_delay, true)
-    error_delay = math.min(error_delay * 2, ERROR_DELAY_MAX)
+    host.sleep(error_delays:next(), true)
     return false
 end
 
