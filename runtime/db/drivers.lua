@@ -232,12 +232,14 @@ drivers.pgsql = {
             if v == nil then v = false elseif type(v) == "number" then v = digits(v) end
             params[i] = v
         end
-        local ok, a, b, kind = host.pg_query(conn, text, n, unpack(params, 1, n))
+        -- true, rows, affected | false, message, kind, sqlstate (vm_push_error's shape)
+        local ok, a, b, state = host.pg_query(conn, text, n, unpack(params, 1, n))
         if not ok then
-            if kind == "memory" then fail(a) end
+            local message, kind = a, b
+            if kind == "memory" then fail(message) end
             if kind == "connection" then host.pg_close(conn) end
             -- 7: libpq's PGRES_FATAL_ERROR, the code PDO gives every pgsql error
-            statement_error(b, 7, a, kind == "connection")
+            statement_error(state, 7, message, kind == "connection")
         end
         return a, b
     end,
@@ -277,7 +279,7 @@ drivers.mysql = {
         local ok, state, errno = conn and true, "HY000", 2000
         if conn then
             local _kind
-            ok, message, state, _kind, errno = host.mysql_connected(conn)
+            ok, message, _kind, state, errno = host.mysql_connected(conn)
         end
         if not ok then
             if conn then host.mysql_close(conn) end
@@ -294,11 +296,13 @@ drivers.mysql = {
     query = function(conn, sql, bindings, n)
         local params = {}
         for i = 1, n do params[i] = binding(bindings[i], i) end
-        local ok, a, b, kind, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
+        -- true, rows, affected | false, message, kind, sqlstate, errno (vm_push_error's)
+        local ok, a, b, state, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
         if not ok then
-            if kind == "memory" then fail(a) end
+            local message, kind = a, b
+            if kind == "memory" then fail(message) end
             if kind == "connection" then host.mysql_close(conn) end
-            statement_error(b, errno, a, kind == "connection")
+            statement_error(state, errno, message, kind == "connection")
         end
         return a, b
     end,
@@ -351,13 +355,15 @@ drivers.sqlite = {
         end
         local waits = backoff.new(SQLITE_WAIT_FIRST, SQLITE_WAIT_MAX)
         while true do
-            local ok, a, b, kind = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
+            -- true, rows, changes | false, message, kind, code (vm_push_error's shape)
+            local ok, a, b, code = host.sqlite_query(conn, sql, n, unpack(params, 1, n))
             if ok then return a, b end
-            if kind == "memory" then fail(a) end
-            if not SQLITE_BUSY[b] then
+            local message, kind = a, b
+            if kind == "memory" then fail(message) end
+            if not SQLITE_BUSY[code] then
                 -- PDO's: the primary result code, and the SQLSTATE it maps it to
-                local code = b % 256
-                statement_error(SQLITE_STATES[code] or "HY000", code, a)
+                local primary = code % 256
+                statement_error(SQLITE_STATES[primary] or "HY000", primary, message)
             end
             host.sleep(waits:next())
         end

@@ -69,7 +69,7 @@ static int l_host_mysql_open(lua_State *L)
     char err[300];
     const struct mysql_api *my = mysql_api_get(err, sizeof err);
     if (!my)
-        return vm_push_error(L, err);
+        return vm_push_error(L, err, "connection");
     struct my_conn *c = calloc(1, sizeof *c);
     if (!c)
         return luaL_error(L, "out of memory");
@@ -103,7 +103,7 @@ static int l_host_mysql_open(lua_State *L)
     return 1;
 }
 
-/* host.mysql_connected(connection) -> true | (false, message, sqlstate, "connection",
+/* host.mysql_connected(connection) -> true | (false, message, "connection", sqlstate,
  * errno): sets up the connection host.mysql_open prepared. Yields. */
 static int l_host_mysql_connected(lua_State *L)
 {

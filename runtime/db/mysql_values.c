@@ -8,6 +8,7 @@
 
 #include <lauxlib.h>
 
+#include "loop/vm.h"
 #include "php/php_meta.h"
 
 /* The bindings at L's index first.. as MYSQL_BINDs: nil or NULL (light userdata)
@@ -215,16 +216,11 @@ static int push_statement_rows(lua_State *L, const struct mysql_api *my, MYSQL_S
     return 0;
 }
 
-/* (false, message, sqlstate, kind, errno) for o's error. Returns 5. */
+/* (false, message, kind, sqlstate, errno) for o's error. Returns 5. */
 static int push_failure(lua_State *L, const struct mysql_outcome *o)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, o->message);
+    vm_push_error(L, o->message, o->connection_failed ? "connection" : "query");
     lua_pushstring(L, o->sqlstate);
-    if (o->connection_failed)
-        lua_pushliteral(L, "connection");
-    else
-        lua_pushliteral(L, "query");
     lua_pushinteger(L, o->error);
     return 5;
 }
@@ -276,10 +272,8 @@ int mysql_values_push_statement_outcome(lua_State *L, const struct mysql_api *my
 
 int mysql_values_push_too_big(lua_State *L, const char *message)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
+    vm_push_error(L, message, "memory");
     lua_pushliteral(L, "HY000");
-    lua_pushliteral(L, "memory");
     lua_pushinteger(L, 2008);  /* CR_OUT_OF_MEMORY */
     return 5;
 }

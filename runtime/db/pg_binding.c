@@ -92,7 +92,7 @@ static void push_value(lua_State *L, const struct pg_api *pq, const PGresult *r,
     lua_pushlstring(L, v, len);
 }
 
-/* (true, rows, affected) | (false, message, sqlstate, kind): kind "query" for an
+/* (true, rows, affected) | (false, message, kind, sqlstate): kind "query" for an
  * error of the statement (message: the server's whole report, as libpq formats it:
  * "ERROR:  ...", its DETAIL, HINT and LINE lines), "connection" when the connection
  * failed (it is closed). */
@@ -106,29 +106,17 @@ static int push_outcome(lua_State *L, void *data)
         return 1;
     }
     if (o->copy) {
-        lua_pushboolean(L, 0);
-        lua_pushliteral(L, COPY_REFUSED);
+        vm_push_error(L, COPY_REFUSED, "query");
         lua_pushliteral(L, "0A000");
-        lua_pushliteral(L, "query");
         return 4;
     }
-    if (o->error || !r) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, o->error ? o->error : "the server sent no result");
-        lua_pushnil(L);
-        lua_pushliteral(L, "connection");
-        return 4;
-    }
+    if (o->error || !r)
+        return vm_push_error(L, o->error ? o->error : "the server sent no result", "connection");
     ExecStatusType st = pq->resultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         const char *state = pq->resultErrorField(r, PG_DIAG_SQLSTATE);
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, pq->resultErrorMessage(r));
-        if (state)
-            lua_pushstring(L, state);
-        else
-            lua_pushnil(L);
-        lua_pushliteral(L, "query");
+        vm_push_error(L, pq->resultErrorMessage(r), "query");
+        lua_pushstring(L, state);  /* nil without one */
         return 4;
     }
     lua_pushboolean(L, 1);
@@ -147,14 +135,10 @@ static int push_outcome(lua_State *L, void *data)
     return 3;
 }
 
-/* (false, message, nil, "memory"): a result that does not fit under --memory-limit. */
+/* (false, message, "memory"): a result that does not fit under --memory-limit. */
 static int push_too_big(lua_State *L, const char *message)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
-    lua_pushnil(L);
-    lua_pushliteral(L, "memory");
-    return 4;
+    return vm_push_error(L, message, "memory");
 }
 
 static const struct vm_pusher outcome_pusher = { push_outcome, push_too_big };
@@ -302,7 +286,7 @@ static int l_host_pg_open(lua_State *L)
     char err[300];
     const struct pg_api *pq = pg_api_get(err, sizeof err);
     if (!pq)
-        return vm_push_error(L, err);
+        return vm_push_error(L, err, "connection");
     const char *keys[32], *values[32];
     int n = 0;
     lua_pushnil(L);
@@ -325,16 +309,16 @@ static int l_host_pg_open(lua_State *L)
     vm_push_handle(L, PG_META, c);
     c->conn = pq->connectStartParams(keys, values, 0);
     if (!c->conn || pq->status(c->conn) == CONNECTION_BAD) {
-        vm_push_error(L, c->conn ? pq->errorMessage(c->conn) : "out of memory");
+        vm_push_error(L, c->conn ? pq->errorMessage(c->conn) : "out of memory", "connection");
         close_conn(c);
-        return 2;
+        return 3;
     }
     pq->setNoticeProcessor(c->conn, drop_notice, NULL);
     c->connecting = 1;
     return 1;
 }
 
-/* host.pg_connected(connection) -> true | (false, message, nil, "connection"): waits
+/* host.pg_connected(connection) -> true | (false, message, "connection"): waits
  * until the connection host.pg_open started is set up. Yields. */
 /* A server that does not answer a connection's set-up within this many seconds
  * is taken for down (libpq's own connect_timeout does not apply to an
@@ -383,13 +367,8 @@ static int l_host_pg_query(lua_State *L)
         params[i] = lua_toboolean(L, 4 + i) ? luaL_checkstring(L, 4 + i) : NULL;
     int sent = c->pq->sendQueryParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
     free(params);
-    if (!sent) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, c->pq->errorMessage(c->conn));
-        lua_pushnil(L);
-        lua_pushliteral(L, "connection");
-        return 4;
-    }
+    if (!sent)
+        return vm_push_error(L, c->pq->errorMessage(c->conn), "connection");
     lua_settop(L, 1);  /* keeps the connection alive while the task waits */
     return wait_on(L, c, EV_READ | EV_WRITE);
 }

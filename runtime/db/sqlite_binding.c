@@ -74,18 +74,18 @@ static int l_host_sqlite_open(lua_State *L)
     int busy_ms = (int)luaL_optinteger(L, 2, 5000);
     char err[300];
     if (load(err, sizeof err))
-        return vm_push_error(L, err);
+        return vm_push_error(L, err, "connection");
     /* the handle first: the database it holds is closed by its __gc whatever follows */
     vm_push_handle(L, SQLITE_META, NULL);
     sqlite3 **p = lua_touserdata(L, -1);
     int rc = sq.open_v2(path, p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        lua_pushboolean(L, 0);
-        lua_pushfstring(L, "%s: %s", path, *p ? sq.errmsg(*p) : "out of memory");
+        char message[600];
+        snprintf(message, sizeof message, "%s: %s", path, *p ? sq.errmsg(*p) : "out of memory");
         if (*p)
             sq.close_v2(*p);
         *p = NULL;
-        return 2;
+        return vm_push_error(L, message, "connection");
     }
     sq.busy_timeout(*p, busy_ms);
     return 1;
@@ -170,7 +170,7 @@ static int step_rows(lua_State *L)
 }
 
 /* host.sqlite_query(database, sql, n, bindings...) -> true, rows, changes | false,
- * message, code | false, message, nil, "memory" (the rows do not fit under
+ * message, "query", code | false, message, "memory" (the rows do not fit under
  * --memory-limit): runs one statement in place (it blocks the loop while SQLite
  * works, and while it waits for another process's lock, up to the busy timeout).
  * A binding: false for NULL, true (1), a number, a string; n must be the
@@ -208,19 +208,14 @@ static int l_host_sqlite_query(lua_State *L)
                  "--memory-limit=%zu (MB; the worker's Lua heap holds %.1f MB)",
                  (double)(h->heap_refused > before ? h->heap_refused - before : 0) / 1048576.0,
                  h->heap_limit >> 20, (double)h->heap_used / 1048576.0);
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, message);
-        lua_pushnil(L);
-        lua_pushliteral(L, "memory");
-        return 4;
+        return vm_push_error(L, message, "memory");
     }
     if (rc != SQLITE_DONE) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, sq.errmsg(db));
+        vm_push_error(L, sq.errmsg(db), "query");
         lua_pushinteger(L, sq.extended_errcode(db));
         if (s)
             sq.finalize(s);
-        return 3;
+        return 4;
     }
     if (s)
         sq.finalize(s);

@@ -140,7 +140,9 @@ function M.request(opts)
         max_size = max_size,
     })
     if not ok then
-        if limit_mb and status:find("^the response is larger than the limit of") then
+        -- false, message, kind (vm_push_error's shape): "size" is over max_size
+        local kind = block
+        if limit_mb and kind == "size" then
             status = string.format("a response body of more than %.1f MB does not fit under "
                 .. "--memory-limit=%d (MB; it was not read further)", max_size / 1048576, limit_mb)
         end

@@ -17,15 +17,12 @@ struct done_result {
     const struct http_response *r;
 };
 
-/* Pushes (true, status, header block, body) or (false, message). */
+/* Pushes (true, status, header block, body) or (false, message, "size" | "request"). */
 static int push_response(lua_State *L, void *data)
 {
     const struct http_response *r = ((struct done_result *)data)->r;
-    if (r->error) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, r->error);
-        return 2;
-    }
+    if (r->error)
+        return vm_push_error(L, r->error, r->too_large ? "size" : "request");
     lua_pushboolean(L, 1);
     lua_pushnumber(L, (lua_Number)r->status);
     lua_pushlstring(L, r->headers, r->headers_len);
@@ -35,9 +32,7 @@ static int push_response(lua_State *L, void *data)
 
 static int push_too_big(lua_State *L, const char *message)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
-    return 2;
+    return vm_push_error(L, message, "memory");
 }
 
 static const struct vm_pusher response_pusher = { push_response, push_too_big };
@@ -79,7 +74,7 @@ static double opt_number(lua_State *L, const char *name, double def)
 
 /* host.http_request{method=, url=, headers={"Name: value", ...}, body=, timeout=,
  * verify=, redirects=, max_size= (nil: no limit)} -> true, status, header block,
- * body | false, message. Checked by luaworker.http first. Yields until the
+ * body | false, message, kind ("size", "request", "memory": vm_push_error). Checked by luaworker.http first. Yields until the
  * response. The strings are copied before this returns. */
 static int l_host_http_request(lua_State *L)
 {
@@ -115,11 +110,8 @@ static int l_host_http_request(lua_State *L)
     }
     if (!client) {
         char err[256];
-        if (!(client = http_client_new(h->loop, err, sizeof err))) {
-            lua_pushboolean(L, 0);
-            lua_pushstring(L, err);
-            return 2;
-        }
+        if (!(client = http_client_new(h->loop, err, sizeof err)))
+            return vm_push_error(L, err, "request");
     }
     struct vm_waiter *w = vm_waiter_take(h);
     if (!w)
@@ -127,9 +119,7 @@ static int l_host_http_request(lua_State *L)
     char err[256];
     if (!(w->data = http_request_start(client, &o, on_done, w, err, sizeof err))) {
         vm_waiter_give(w);
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        return 2;
+        return vm_push_error(L, err, "request");
     }
     w->cancel = cancel_request;
     vm_waiter_link(w);

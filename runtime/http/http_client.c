@@ -153,6 +153,7 @@ static void deliver(struct http_request *r)
         snprintf(error, sizeof error, "the response is larger than the limit of %zu byte%s",
                  r->max_size, r->max_size == 1 ? "" : "s");
         resp.error = error;
+        resp.too_large = 1;
     } else {
         snprintf(error, sizeof error, "cURL error %d: %s", (int)r->code,
                  r->error[0] ? r->error : curl.easy_strerror(r->code));

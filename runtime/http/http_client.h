@@ -38,6 +38,7 @@ struct http_response {
     const char *body;
     size_t body_len;
     const char *error;
+    int too_large;                  /* the error: the body went over max_size */
 };
 
 /* Called once per request started, from the loop, unless it is cancelled. */

@@ -200,11 +200,12 @@ void *vm_take_handle(lua_State *L, int idx, const char *type)
     return object;
 }
 
-int vm_push_error(lua_State *L, const char *message)
+int vm_push_error(lua_State *L, const char *message, const char *kind)
 {
     lua_pushboolean(L, 0);
     lua_pushstring(L, message);
-    return 2;
+    lua_pushstring(L, kind);
+    return 3;
 }
 
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h))

@@ -113,9 +113,17 @@ void vm_push_handle(lua_State *L, const char *type, void *object);
 void *vm_handle(lua_State *L, int idx, const char *type);
 void *vm_take_handle(lua_State *L, int idx, const char *type);
 
-/* The failure a binding's function returns to Lua: pushes false and message;
- * returns 2 (use as `return vm_push_error(L, message);`). */
-int vm_push_error(lua_State *L, const char *message);
+/* The one shape of a failure a binding's function returns to Lua:
+ *   false, message, kind, details...
+ * kind names what failed, for the Lua side to act on without reading the message:
+ * "memory" (a result that does not fit under --memory-limit), "connection" (a
+ * connection failed or could not be made), "query" (the server refused the
+ * statement), "size" (an HTTP response over its max_size), "request" (an HTTP
+ * transfer failed); Redis' are "reply", "lost", "unreachable" (redis_binding.h).
+ * details follow where a client has them (a SQLSTATE or SQLite's code, MySQL's
+ * error number). Pushes false, message and kind; returns 3, to which the caller
+ * adds the details it pushes after. */
+int vm_push_error(lua_State *L, const char *message, const char *kind);
 
 /* fn(h) is called after each signal that may end a wait (see vm.quit...). */
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h));

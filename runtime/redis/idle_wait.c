@@ -171,10 +171,7 @@ static int l_host_subscribe_invalidations(lua_State *L)
                             on_invalidation, on_subscription_lost, h, &id, &refused, err,
                             sizeof err);
     if (!iw.sub) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err);
-        lua_pushstring(L, refused ? "reply" : "connection");
-        return 3;
+        return vm_push_error(L, err, refused ? "reply" : "connection");
     }
     lua_pushboolean(L, 1);
     lua_pushnumber(L, (lua_Number)id);

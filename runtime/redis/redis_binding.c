@@ -66,12 +66,10 @@ static int push_result(lua_State *L, const redisReply *reply, const char *lost,
                        enum redis_conn_loss loss)
 {
     if (!reply) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, lost);
-        lua_pushstring(L, loss_kind(loss));
-        return 3;
+        return vm_push_error(L, lost, loss_kind(loss));
     }
     if (reply->type == REDIS_REPLY_ERROR) {
+        /* vm_push_error's shape, with the reply's bytes (NULs and all) for message */
         lua_pushboolean(L, 0);
         lua_pushlstring(L, reply->str, reply->len);
         lua_pushliteral(L, "reply");
@@ -97,10 +95,7 @@ static int push_result_of(lua_State *L, void *data)
 /* (false, message, "memory"): a reply that does not fit under --memory-limit. */
 static int push_too_big(lua_State *L, const char *message)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
-    lua_pushliteral(L, "memory");
-    return 3;
+    return vm_push_error(L, message, "memory");
 }
 
 static const struct vm_pusher result_pusher = { push_result_of, push_too_big };
@@ -141,10 +136,7 @@ static void on_reply(void *data, const redisReply *reply, const char *lost,
 
 int redis_binding_unreachable(lua_State *L, const char *message)
 {
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, message);
-    lua_pushliteral(L, "unreachable");
-    return 3;
+    return vm_push_error(L, message, "unreachable");
 }
 
 static struct redis_conn *conn_named(lua_State *L, int idx)
