@@ -45,7 +45,8 @@ private_mariadb_start() {
         --auth-root-authentication-method=normal --skip-test-db >"$dir/mariadb-install.log" 2>&1 ||
         return 1
     for _ in $(seq 1 20); do
-        if private_mariadb_serve "$dir" $((20000 + RANDOM % 20000)); then
+        # below the local ports of outgoing connections (32768 and up)
+        if private_mariadb_serve "$dir" $((20000 + RANDOM % 12000)); then
             mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e "
                 CREATE DATABASE app;
                 CREATE USER 'luaworker'@'%' IDENTIFIED BY '$private_mariadb_password';

@@ -9,12 +9,15 @@ private_redis_start() {
     local dir=$1 p
     private_redis_port=""
     for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
+        # below the local ports of outgoing connections (32768 and up)
+        p=$((20000 + RANDOM % 12000))
         redis-server --port "$p" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
             --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
             >/dev/null 2>&1 || continue
         for _ in $(seq 1 50); do
-            if redis-cli -p "$p" ping >/dev/null 2>&1; then
+            # this server, not another one already on port p (which answers too)
+            if [ -f "$dir/redis.pid" ] && [ "$(redis-cli -p "$p" info server 2>/dev/null |
+                tr -d '\r' | sed -n 's/^process_id://p')" = "$(cat "$dir/redis.pid")" ]; then
                 private_redis_port=$p
                 return 0
             fi

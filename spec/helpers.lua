@@ -479,6 +479,22 @@ end
 
 local laravel_ready = false
 
+-- A loopback TCP port nothing listens on now, below the kernel's range for the local
+-- ports of outgoing connections (32768 and up), so that no client socket takes it
+-- before the caller's server binds it. A server that still finds it taken (another
+-- spec's, in the other shard) is started again on another (see H.postgresql).
+function H.free_port()
+    local socket = require "socket"
+    for _ = 1, 100 do
+        local p = math.random(20000, 32000)
+        local s = socket.tcp()
+        local bound = s:bind("127.0.0.1", p)
+        s:close()
+        if bound then return p end
+    end
+    error("no free loopback port between 20000 and 32000")
+end
+
 -- A throwaway PostgreSQL cluster (Debian's newest: initdb and pg_ctl as the user
 -- nobody, in a directory of its own; TCP logins need the password,
 -- scram-sha-256): {port, dir, password, bin, env(extra) (the DB_ variables of its
@@ -488,7 +504,7 @@ function H.postgresql()
     local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
         or "/usr/lib/postgresql/bin") .. "/"
     local f = io.popen("mktemp -d /tmp/luaworker-pg.XXXXXX")
-    local pg = { dir = f:read("*l"), password = "spec-pg-pa55word", port = math.random(20000, 40000), bin = bin }
+    local pg = { dir = f:read("*l"), password = "spec-pg-pa55word", bin = bin }
     f:close()
     local function sh(cmd) assert(os.execute(cmd), cmd) end
     sh("chown nobody " .. H.quote(pg.dir))
@@ -497,8 +513,20 @@ function H.postgresql()
     sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
         .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null 2>&1", bin, pg.dir,
         pg.dir))
-    sh(string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
-        .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir))
+    -- a port taken between H.free_port and the start: another one
+    local started, start
+    for _ = 1, 5 do
+        pg.port = H.free_port()
+        start = string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+            .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir)
+        started = os.execute(start)
+        if started then break end
+    end
+    if not started then
+        local log = H.read_file(pg.dir .. "/log") or ""
+        os.execute("rm -rf " .. H.quote(pg.dir))
+        error(start .. "\n" .. log, 2)
+    end
     function pg.env(extra)
         local e = { DB_CONNECTION = "pgsql", DB_HOST = "127.0.0.1", DB_PORT = tostring(pg.port),
             DB_DATABASE = "postgres", DB_USERNAME = "postgres", DB_PASSWORD = pg.password }

@@ -17,9 +17,7 @@ local function background(cwd, cmd)
     return pid
 end
 
-local function free_port()
-    return math.random(20000, 40000)
-end
+local free_port = H.free_port
 
 local function up(p)
     local conn = require("socket").connect("127.0.0.1", p)

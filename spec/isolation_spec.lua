@@ -140,7 +140,7 @@ describe("luaworker.http against a hostile server", function()
     after_each(workers.stop_all)
 
     setup(function()
-        port = math.random(20000, 40000)
+        port = H.free_port()
         pid = background(string.format("exec lua5.2 %s/spec/fixtures/http/hostile_server.lua %d", H.root, port))
         H.wait_until(function() return up(port) end, 10, "the hostile HTTP server")
         -- 512 MB of zeros, gzip-compressed to about half a megabyte
@@ -251,7 +251,7 @@ end }
         H.flush()
         -- a listener that takes connections and never says a word (a wedged server, a
         -- port of another service)
-        local port = math.random(20000, 40000)
+        local port = H.free_port()
         local hole = background(string.format("exec lua5.2 -e \"local s = require('socket').bind('127.0.0.1', "
             .. "%d) local held = {} while true do held[#held + 1] = s:accept() end\"", port))
         H.wait_until(function() return up(port) end, 10, "the silent listener")
