@@ -256,7 +256,8 @@ describe("failed jobs in MariaDB's failed_jobs table, and while the database is 
         assert.are.equal(0, w:wait())
     end)
 
-    it("stops when told to while a failed record waits, leaving the job reserved", function()
+    it("stops when told to while a failed record waits, leaving the job reserved, and says so in a line",
+        function()
         local job, w = fail_while_down()
         w:kill("TERM")
         local ok, status = pcall(w.wait, w, 5)
@@ -265,6 +266,11 @@ describe("failed jobs in MariaDB's failed_jobs table, and while the database is 
         assert.are.equal(0, status)
         assert.are.equal(1, reserved_count())
         assert.are.equal("", server.root("select uuid from failed_jobs where uuid = '" .. job.uuid .. "'"))
+        -- the stop ended a wait: not a fault of luaworker's, so no traceback
+        assert.matches("App\\Jobs\\Failing: the worker stopped before its outcome was recorded (", w:stderr(), 1, true)
+        assert.matches("); the job stays reserved and comes back after retry_after", w:stderr(), 1, true)
+        assert.is_nil(w:stderr():find("stack traceback", 1, true))
+        assert.is_nil(w:stderr():find("while handling the error", 1, true))
     end)
 
     it("keeps a batched job reserved until its batch's row is updated", function()

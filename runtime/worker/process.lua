@@ -138,7 +138,13 @@ function M.process(job)
     if not ok then
         local handled, herr, htrace = task.run(handle_job_exception, job,
             failing.exception_info(err, trace), started)
-        if not handled then
+        if not handled and settings.giving_up() then
+            -- a stop ended a wait for the failed-job store (or Redis): the job stays
+            -- reserved, its outcome unrecorded
+            output.error(output.text(job:name()) .. ": the worker stopped before its outcome was "
+                .. "recorded (" .. output.text(failing.exception_info(herr).message) .. "); the job "
+                .. "stays reserved and comes back after retry_after", job)
+        elseif not handled then
             output.error("while handling the error of " .. output.text(job:name()) .. ": "
                 .. tostring(redis.is_error(herr) and herr.message or htrace), job)
         end
