@@ -182,6 +182,19 @@ return { handle = function(job, command)
     luaworker.redis("RPUSH", "spec:big", luaworker.db():select("select 7 as n")[1].n)
 end }
 ]]
+        -- 300 MB of rows inside a transaction, then a statement of the same transaction
+        local HUGE = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.db():transaction(function(tx)
+        local ok, err = pcall(function()
+            return tx:select("select n || repeat('x', 1000000) as x from generate_series(1, 300) n")
+        end)
+        luaworker.redis("RPUSH", "spec:huge", tostring(ok), tostring(err),
+            tx:select("select 8 as n")[1].n)
+    end)
+end }
+]]
         -- updates the row of table locked in a transaction, then waits inside it when asked
         local LOCKER = [[
 local luaworker = require "luaworker"
@@ -196,7 +209,8 @@ end }
 ]]
         local function start(args, extra_env)
             local full = { "work", "--handlers=" .. H.handlers({ ["App/Jobs/Query.lua"] = HANDLER,
-                ["App/Jobs/Big.lua"] = BIG, ["App/Jobs/Locker.lua"] = LOCKER }), "--sleep=0.05" }
+                ["App/Jobs/Big.lua"] = BIG, ["App/Jobs/Locker.lua"] = LOCKER,
+                ["App/Jobs/Huge.lua"] = HUGE }), "--sleep=0.05" }
             for _, a in ipairs(args) do full[#full + 1] = a end
             -- failed jobs in luaworker's Redis store: these databases have no failed_jobs table
             local e = { QUEUE_FAILED_DRIVER = "luaworker-redis" }
@@ -300,6 +314,26 @@ end }
             assert.are.equal("7", big[3])
             assert.are.equal(1, #H.children(w.pid))
             assert.is_nil(w:stderr():find("internal error", 1, true))
+            w:kill("TERM")
+            assert.are.equal(0, w:wait())
+        end)
+
+        it("never holds a result over --memory-limit whole: rows are counted past it, the "
+            .. "process's peak stays near the limit, and the connection and its transaction go on",
+            function()
+            H.push(H.class_payload("App\\Jobs\\Huge"))
+            local w = start({ "--memory-limit=32", "--memory=0" })
+            H.wait_until(function() return H.r("LLEN", "spec:huge") == 3 end, 60, "the job")
+            local huge = H.r("LRANGE", "spec:huge", 0, -1)
+            assert.are.equal("false", huge[1])
+            assert.matches("^Illuminate\\Database\\QueryException: a result of 286%.1 MB does not fit "
+                .. "under %-%-memory%-limit=32 ", huge[2])
+            assert.are.equal("8", huge[3])
+            -- before, libpq read the whole result (a peak of over 300 MB) and then it
+            -- was refused
+            local status = assert(io.open("/proc/" .. H.children(w.pid)[1] .. "/status")):read("*a")
+            local peak_kb = tonumber(status:match("VmHWM:%s*(%d+)"))
+            assert.is_true(peak_kb < 100 * 1024, "a peak of " .. peak_kb .. " kB")
             w:kill("TERM")
             assert.are.equal(0, w:wait())
         end)

@@ -40,6 +40,7 @@ struct pg_api {
     int (*backendPID)(const PGconn *conn);
     PGTransactionStatusType (*transactionStatus)(const PGconn *conn);
     PQnoticeProcessor (*setNoticeProcessor)(PGconn *conn, PQnoticeProcessor proc, void *arg);
+    int (*setSingleRowMode)(PGconn *conn);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

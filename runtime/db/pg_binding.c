@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "db/pg_api.h"
+#include "db/pg_rows.h"
 #include "loop/vm.h"
-#include "php/php_meta.h"
 
 #define PG_META "luaworker.pg"
 #define MAX_PARAMS 65535          /* the protocol's own limit on parameters */
@@ -22,6 +22,7 @@ struct pg_conn {
     struct vm_waiter *w;          /* the task's wait under way, or NULL */
     int connecting;                 /* PQconnectPoll still drives it */
     PGresult *result;               /* the query's: its first error, else its last */
+    struct pg_rows rows;            /* the query's rows, read one at a time */
 };
 
 static void stop_io(struct pg_conn *c)
@@ -38,6 +39,7 @@ static void watch(struct pg_conn *c, int events)
 
 static void close_conn(struct pg_conn *c)
 {
+    pg_rows_free(&c->rows);
     if (!c->conn)
         return;
     stop_io(c);
@@ -53,6 +55,7 @@ struct outcome {
     int connected;                  /* the end of a connection's set-up */
     const struct pg_api *pq;
     PGresult *result;               /* the statement's, or NULL */
+    const struct pg_rows *rows;     /* its rows */
     const char *error;              /* a connection's failure, or NULL */
     int copy;                       /* the statement was a COPY (not run: refused) */
 };
@@ -60,37 +63,6 @@ struct outcome {
 /* What a COPY statement gets: luaworker.db has no way to send or take its data. */
 #define COPY_REFUSED "COPY is not supported: luaworker.db runs statements, not COPY's " \
     "data stream (the connection was closed)"
-
-/* Pushes a column's text value as Lua sees it: NULL as luaworker.null (cjson.null,
- * a NULL light userdata), booleans, numbers for integer and float columns (64-bit integers
- * beyond 2^53 as int64_t cdata, exact), text otherwise (numeric too, as PDO). */
-static void push_value(lua_State *L, const struct pg_api *pq, const PGresult *r, int row, int col)
-{
-    if (pq->getisnull(r, row, col)) {
-        lua_pushlightuserdata(L, NULL);
-        return;
-    }
-    const char *v = pq->getvalue(r, row, col);
-    size_t len = (size_t)pq->getlength(r, row, col);
-    switch (pq->ftype(r, col)) {
-    case 16:  /* bool */
-        lua_pushboolean(L, v[0] == 't');
-        return;
-    case 20: case 21: case 23: case 26: {  /* int8, int2, int4, oid */
-        errno = 0;
-        long long n = strtoll(v, NULL, 10);
-        if (errno == 0 && php_meta_push_int(L, (int64_t)n) == 0)
-            return;
-        break;
-    }
-    case 700: case 701:  /* float4, float8 */
-        lua_pushnumber(L, strtod(v, NULL));
-        return;
-    default:
-        break;
-    }
-    lua_pushlstring(L, v, len);
-}
 
 /* (true, rows, affected) | (false, message, kind, sqlstate): kind "query" for an
  * error of the statement (message: the server's whole report, as libpq formats it:
@@ -119,17 +91,10 @@ static int push_outcome(lua_State *L, void *data)
         lua_pushstring(L, state);  /* nil without one */
         return 4;
     }
+    if (o->rows->dropped)  /* under --memory-limit, yet the system had no memory */
+        return vm_push_error(L, "the system has no memory for the statement's result", "memory");
     lua_pushboolean(L, 1);
-    int rows = pq->ntuples(r), cols = pq->nfields(r);
-    lua_createtable(L, rows, 0);
-    for (int i = 0; i < rows; i++) {
-        lua_createtable(L, 0, cols);
-        for (int j = 0; j < cols; j++) {
-            push_value(L, pq, r, i, j);
-            lua_setfield(L, -2, pq->fname(r, j));
-        }
-        lua_rawseti(L, -2, i + 1);
-    }
+    pg_rows_push(L, o->rows);
     const char *affected = pq->cmdTuples(r);
     lua_pushnumber(L, affected && *affected ? strtod(affected, NULL) : 0);
     return 3;
@@ -143,26 +108,19 @@ static int push_too_big(lua_State *L, const char *message)
 
 static const struct vm_pusher outcome_pusher = { push_outcome, push_too_big };
 
-/* The bytes of a result's values. */
-static size_t result_bytes(const struct pg_api *pq, const PGresult *r)
-{
-    size_t n = 0;
-    if (!r)
-        return 0;
-    int rows = pq->ntuples(r), cols = pq->nfields(r);
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++)
-            n += (size_t)pq->getlength(r, i, j);
-    return n;
-}
-
 /* Ends the wait under way (resuming its task) with the statement's result, or the
  * end of the connection's set-up, or a connection's failure (error). */
 static void finish_wait(struct pg_conn *c, const char *error, int copy)
 {
     struct vm_waiter *w = c->w;
     struct vm *h = c->h;
-    struct outcome o = { c->connecting, c->pq, c->result, error, copy };
+    /* the rows are the outcome's: the task resumed may start the next statement on c */
+    struct pg_rows rows = c->rows;
+    pg_rows_start(&c->rows, 0);
+    struct outcome o = { c->connecting, c->pq, c->result, &rows, error, copy };
+    /* a statement that failed reports its error, whatever its rows came to */
+    size_t bytes = !error && !copy && c->result &&
+                   c->pq->resultStatus(c->result) != PGRES_FATAL_ERROR ? rows.bytes : 0;
     c->connecting = 0;
     c->w = NULL;
     c->result = NULL;
@@ -171,10 +129,11 @@ static void finish_wait(struct pg_conn *c, const char *error, int copy)
         double ticket = w->ticket;
         vm_waiter_drop(w);
         if (!h->closing && !h->finished)
-            vm_resume_with(h, ticket, &outcome_pusher, &o, result_bytes(o.pq, o.result));
+            vm_resume_with(h, ticket, &outcome_pusher, &o, bytes);
     }
     if (o.result)
         o.pq->clear(o.result);
+    pg_rows_free(&rows);
 }
 
 /* Drives a query: reads what came, keeps the results, ends the wait after the last. */
@@ -199,6 +158,13 @@ static void read_results(struct pg_conn *c)
             close_conn(c);
             finish_wait(c, NULL, 1);
             return;
+        }
+        if (st == PGRES_SINGLE_TUPLE) {
+            /* a row: kept compact (or counted) unless an error came first */
+            if (!c->result || pq->resultStatus(c->result) != PGRES_FATAL_ERROR)
+                pg_rows_add(&c->rows, pq, r);
+            pq->clear(r);
+            continue;
         }
         /* the first error stands; otherwise the last result */
         if (!c->result) {
@@ -369,6 +335,10 @@ static int l_host_pg_query(lua_State *L)
     free(params);
     if (!sent)
         return vm_push_error(L, c->pq->errorMessage(c->conn), "connection");
+    /* rows one at a time, each freed by libpq once kept (pg_rows): a result over
+     * --memory-limit is counted, never held whole */
+    c->pq->setSingleRowMode(c->conn);
+    pg_rows_start(&c->rows, c->h->heap_limit);
     lua_settop(L, 1);  /* keeps the connection alive while the task waits */
     return wait_on(L, c, EV_READ | EV_WRITE);
 }
