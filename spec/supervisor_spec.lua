@@ -384,6 +384,26 @@ describe("luaworker work's supervisor", function()
         assert.are.equal("v2", run_one())
     end)
 
+    it("watches a handlers directory that is empty at start, and reloads when a handler comes",
+        function()
+        -- (an empty directory gave the sort of its files no array, which the
+        -- undefined-behaviour sanitizer stopped the supervisor for)
+        handlers = H.handlers({})
+        local w = start()
+        H.sleep(0.5)
+        H.write_file(handlers .. "/App/Jobs/Spec.lua", [[
+            local luaworker = require "luaworker"
+            return { handle = function() luaworker.redis("RPUSH", "spec:versions", "new") end }
+        ]])
+        H.wait_until(function() return w:stderr():match("handlers changed %(App/Jobs/Spec.lua%): reloading") end,
+            3, "the reload")
+        H.push(spec_job("ok"))
+        H.wait_until(function() return H.r("LLEN", "spec:versions") == 1 end, 5, "the job")
+        assert.is_nil(w:stderr():find("runtime error", 1, true))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait())
+    end)
+
     it("writes each log line whole while several workers log at once", function()
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = "return { handle = function() error('no') end }" })
         local list = H.keys()

@@ -128,6 +128,14 @@ static int compile_all(const char *dir, const struct snapshot *s, char *err, siz
     return rc;
 }
 
+/* Sorts s's items by path; an empty snapshot (no items, NULL) is left alone: qsort
+ * must not be handed NULL, even for no items. */
+static void sort_snapshot(struct snapshot *s)
+{
+    if (s->count > 1)
+        qsort(s->items, s->count, sizeof *s->items, by_path);
+}
+
 static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop;
@@ -135,7 +143,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
     struct handler_watch *w = t->data;
     struct snapshot now = {0};
     scan(w->dir, "", &now, 0);
-    qsort(now.items, now.count, sizeof *now.items, by_path);
+    sort_snapshot(&now);
 
     char changed[2048] = "";
     size_t i = 0, j = 0;
@@ -173,7 +181,7 @@ struct handler_watch *handler_watch_start(struct ev_loop *loop, const char *dir,
     w->data = data;
     snprintf(w->dir, sizeof w->dir, "%s", dir);
     scan(w->dir, "", &w->seen, 0);
-    qsort(w->seen.items, w->seen.count, sizeof *w->seen.items, by_path);
+    sort_snapshot(&w->seen);
     ev_timer_init(&w->timer, on_tick, interval, interval);
     w->timer.data = w;
     ev_timer_start(loop, &w->timer);
