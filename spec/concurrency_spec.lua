@@ -181,8 +181,7 @@ describe("luaworker work --concurrency", function()
         assert.are.equal(1, #children)
         -- the string was never held: before, the Redis client read it whole (a peak of
         -- over 600 MB) and then it was refused
-        local status = assert(io.open("/proc/" .. children[1] .. "/status")):read("*a")
-        local peak_kb = tonumber(status:match("VmHWM:%s*(%d+)"))
+        local peak_kb = H.peak_kb(children[1])
         assert.is_true(peak_kb < 200 * 1024, "a peak of " .. peak_kb .. " kB")
         w:kill("TERM")
         assert.are.equal(0, w:wait())
@@ -199,8 +198,7 @@ describe("luaworker work --concurrency", function()
         assert.are.same({ "false", "memory", "a result of more than 33.0 MB does not fit under "
             .. "--memory-limit=32 (MB): Redis ran the command; its reply was dropped unread" },
             H.r("LRANGE", "spec:huge_error", 0, -1))
-        local status = assert(io.open("/proc/" .. H.children(w.pid)[1] .. "/status")):read("*a")
-        local peak_kb = tonumber(status:match("VmHWM:%s*(%d+)"))
+        local peak_kb = H.peak_kb(H.children(w.pid)[1])
         assert.is_true(peak_kb < 90 * 1024, "a peak of " .. peak_kb .. " kB")
         w:kill("TERM")
         assert.are.equal(0, w:wait())

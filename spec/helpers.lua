@@ -479,6 +479,14 @@ end
 
 local laravel_ready = false
 
+-- The peak resident memory (VmHWM) of process pid, in kB.
+function H.peak_kb(pid)
+    local f = assert(io.open("/proc/" .. pid .. "/status"))
+    local status = f:read("*a")
+    f:close()
+    return tonumber(status:match("VmHWM:%s*(%d+)"))
+end
+
 -- A loopback TCP port nothing listens on now, below the kernel's range for the local
 -- ports of outgoing connections (32768 and up), so that no client socket takes it
 -- before the caller's server binds it. A server that still finds it taken (another
