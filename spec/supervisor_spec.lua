@@ -369,12 +369,19 @@ describe("luaworker work's supervisor", function()
             return H.r("LRANGE", "spec:versions", -1, -1)[1]
         end
         assert.are.equal("v1", run_one())
+        local old = children(w)[1]
 
         H.write_file(file, version("v2"))
         local edited = os.time()
         H.wait_until(function() return w:stderr():match("handlers changed %(App/Jobs/Spec.lua%): reloading") end,
             2, "the reload")
         assert.is_true(os.time() - edited <= 1)
+        -- a job pushed while the old worker has not yet heard its HUP is still its own
+        -- (it ends after the jobs it has): the next job after its successor started
+        H.wait_until(function()
+            local now = children(w)
+            return #now == 1 and now[1] ~= old
+        end, 5, "the fresh worker")
         assert.are.equal("v2", run_one())
 
         H.write_file(file, "return { handle = function( end }")
