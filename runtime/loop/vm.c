@@ -179,6 +179,12 @@ void vm_add_type(struct vm *h, const char *name, lua_CFunction gc)
     lua_pop(h->L, 1);
 }
 
+void vm_timer_start(struct vm *h, ev_timer *t)
+{
+    ev_now_update(h->loop);
+    ev_timer_start(h->loop, t);
+}
+
 void vm_push_handle(lua_State *L, const char *type, void *object)
 {
     void **p = lua_newuserdata(L, sizeof *p);

@@ -104,6 +104,11 @@ void vm_add_functions(struct vm *h, const luaL_Reg *fns);
  * their __gc. */
 void vm_add_type(struct vm *h, const char *name, lua_CFunction gc);
 
+/* Starts timer t (set with its seconds) relative to the time now, not to the loop's
+ * cached time, which is as old as the Lua that ran since the loop last looked at the
+ * clock: a timer of s seconds never fires before s seconds have passed. */
+void vm_timer_start(struct vm *h, ev_timer *t);
+
 /* A binding's value in Lua is a handle: a userdata of a type vm_add_type made,
  * holding a pointer to the binding's C object. vm_push_handle pushes a new one;
  * vm_handle gives the object of the handle at idx (raising when it is not of type;

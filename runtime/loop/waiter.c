@@ -66,7 +66,7 @@ void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(stru
     w->expire = expire;
     ev_timer_init(&w->timer, on_deadline, seconds, 0.);
     w->timer.data = w;
-    ev_timer_start(w->h->loop, &w->timer);
+    vm_timer_start(w->h, &w->timer);
 }
 
 void vm_waiter_drop(struct vm_waiter *w)

@@ -48,7 +48,7 @@ static struct vm_waiter *start_timer(lua_State *L, struct vm *h, double seconds,
     w->wakeable = wakeable;
     w->cancel = cancel_timer;
     vm_waiter_link(w);
-    ev_timer_start(h->loop, &w->timer);
+    vm_timer_start(h, &w->timer);
     return w;
 }
 

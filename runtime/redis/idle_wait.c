@@ -137,7 +137,7 @@ static int l_host_wait_notify(lua_State *L)
     if (seconds >= 0 && exact > 0) {
         ev_timer_init(&iw.wait_timer, on_wait_timer, seconds, 0.);
         iw.wait_timer.data = h;
-        ev_timer_start(h->loop, &iw.wait_timer);
+        vm_timer_start(h, &iw.wait_timer);
     }
     return vm_yield(L, BLOCK_TICKET);
 }
