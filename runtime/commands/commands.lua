@@ -229,7 +229,7 @@ function M.clear(cli, config)
     return 0
 end
 
-function M.restart(_, config)
+function M.restart()
     cache.signal_restart(host.now())
     say("Broadcasting queue restart signal.")
     return 0

@@ -57,12 +57,13 @@ static int load(char *err, size_t errlen)
     return lazy_lib_load(&libsqlite, symbols, sizeof symbols / sizeof symbols[0], err, errlen);
 }
 
-static sqlite3 **check_db(lua_State *L)
+/* The database of the handle at 1; raises once it is closed. */
+static sqlite3 *check_db(lua_State *L)
 {
-    sqlite3 **p = luaL_checkudata(L, 1, SQLITE_META);
-    if (!*p)
+    sqlite3 *db = vm_handle(L, 1, SQLITE_META);
+    if (!db)
         luaL_error(L, "the database is closed");
-    return p;
+    return db;
 }
 
 /* host.sqlite_open(path, busy_ms) -> database | (false, message): opens (creating
@@ -178,7 +179,7 @@ static int step_rows(lua_State *L)
 static int l_host_sqlite_query(lua_State *L)
 {
     struct vm *h = vm_of(L);
-    sqlite3 *db = *check_db(L);
+    sqlite3 *db = check_db(L);
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
     sqlite3_stmt *s = NULL;
@@ -228,7 +229,7 @@ static int l_host_sqlite_query(lua_State *L)
 /* host.sqlite_in_transaction(database) -> whether a transaction is open on it. */
 static int l_host_sqlite_in_transaction(lua_State *L)
 {
-    lua_pushboolean(L, sq.get_autocommit(*check_db(L)) == 0);
+    lua_pushboolean(L, sq.get_autocommit(check_db(L)) == 0);
     return 1;
 }
 
