@@ -14,7 +14,8 @@
 private_mariadb_password=luaworker-spec-pw
 
 # Runs the server of DIR on port $2 and waits until it answers; returns 1 when it
-# ended (its port taken?) or did not answer within 10 s.
+# ended (its port taken?) or did not answer within 30 s (a first start on a loaded
+# machine, under a sanitizer's specs, has taken over 10).
 private_mariadb_serve() {
     local dir=$1 port=$2 server
     private_mariadb_socket="$dir/mariadb.sock"
@@ -23,7 +24,7 @@ private_mariadb_serve() {
         --pid-file="$dir/mariadb.pid" --log-error="$dir/mariadb.log" --skip-log-bin \
         --innodb-buffer-pool-size=32M --max-connections=500 >/dev/null 2>&1 &
     server=$!
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 300); do
         if mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e 'select 1' \
             >/dev/null 2>&1; then
             private_mariadb_port=$port

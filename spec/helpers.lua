@@ -452,7 +452,8 @@ function H.mariadb()
     local out = f:read("*a")
     f:close()
     db.port, db.socket, db.password = out:match("(%d+) (%S+) (%S+)")
-    assert(db.port, "MariaDB did not start: " .. out .. (H.read_file(db.dir .. "/mariadb.log") or ""))
+    assert(db.port, "MariaDB did not start: " .. out .. (H.read_file(db.dir .. "/mariadb-install.log") or "")
+        .. (H.read_file(db.dir .. "/mariadb.log") or ""))
     function db.env(extra)
         local e = { DB_CONNECTION = "mysql", DB_HOST = "127.0.0.1", DB_PORT = db.port,
             DB_DATABASE = "app", DB_USERNAME = "luaworker", DB_PASSWORD = db.password }
