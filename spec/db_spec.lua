@@ -129,6 +129,25 @@ print(ok, err)
         assert.is_nil(out:find("url-secret", 1, true))
     end)
 
+    it("reads the URL from DB_URL from Laravel 11 on, DATABASE_URL before (config/database.php's "
+        .. "names)", function()
+        local url = string.format("postgresql://postgres:%s@127.0.0.1:%d/postgres", PASSWORD, port)
+        local file = H.tmpdir() .. "/url.lua"
+        H.write_file(file, [[print(pcall(function()
+    return require("luaworker").db("pgsql"):select("select 7 as seven")[1].seven
+end))]])
+        for _, case in ipairs({ { "11", "DB_URL", "true\t7\n" }, { "10", "DATABASE_URL", "true\t7\n" },
+            { "11", "DATABASE_URL", "true\t7\n" } }) do
+            local r = H.run({ "lua", "--laravel=" .. case[1], file }, { env = env({ [case[2]] = url,
+                DB_HOST = "192.0.2.1", DB_PASSWORD = "not-this", DB_CONNECT_TIMEOUT = "1" }) })
+            assert.are.equal(case[3], r.stdout, table.concat(case, " ") .. ": " .. r.stderr)
+        end
+        -- the version's own name wins over the other
+        local r = H.run({ "lua", "--laravel=11", file }, { env = env({ DB_URL = url,
+            DATABASE_URL = "pgsql://nobody:wrong@127.0.0.1:1/none" }) })
+        assert.are.equal("true\t7\n", r.stdout, r.stderr)
+    end)
+
     it("runs a statement again on a new connection when the server ended the pooled one, "
         .. "outside a transaction only (DetectsLostConnections)", function()
         local out = run_lua([[

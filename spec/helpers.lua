@@ -397,11 +397,11 @@ function H.json_list(key)
     return out
 end
 
--- `php artisan <args>` in the background, as H.spawn does for luaworker.
-function H.spawn_artisan(args)
+-- `php artisan <args>` in the background, as H.spawn does for luaworker; env: extra
+-- environment, as H.artisan's.
+function H.spawn_artisan(args, env)
     local dir = H.tmpdir()
-    local words = { "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port, "php",
-        H.quote(H.root .. "/examples/laravel/artisan") }
+    local words = { env_prefix(env), "php", H.quote(H.root .. "/examples/laravel/artisan") }
     for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
     local cmd = string.format("( %s >%s/out 2>&1 </dev/null & echo $! >%s/pid; wait $!; "
         .. "echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",

@@ -12,6 +12,14 @@ local M = {
     stopping = false,         -- the worker stops: takes no job, lets those in flight end
 }
 
+-- An environment variable of the app's settings (the process's, with --env-file's
+-- .env under it), or default when it is not set or empty (as Laravel's env()).
+function M.env(name, default)
+    local v = os.getenv(name)
+    if v == nil or v == "" then return default end
+    return v
+end
+
 -- Whether a wait for an outside service should give up: the worker is stopping (a
 -- stop signal, a reload, or any reason to stop), so what waits is left for later.
 function M.giving_up()

@@ -4,6 +4,7 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local cache = require "luaworker.queue.cache"
 local queue = require "luaworker.queue"
+local database_queue = require "luaworker.queue.database_queue"
 local failed_jobs = require "luaworker.queue.failed_jobs"
 local dispatch = require "luaworker.queue.dispatch"
 local text = require("luaworker.base.log").text
@@ -22,8 +23,27 @@ local function complain(...)
     io.stderr:write("\n")
 end
 
-local function queue_name(cli, config)
-    return cli.options.queue or config.default_queue
+-- The connection a size or clear names (its argument, else QUEUE_CONNECTION).
+local function connection_of(cli, config)
+    return cli.args[1] or config.connection_name
+end
+
+local function queue_name(cli, config, connection)
+    if cli.options.queue then return cli.options.queue end
+    if (connection or config.connection_name) == "database" then
+        return database_queue.settings().queue
+    end
+    return config.default_queue
+end
+
+-- The operations of the connection named: Laravel's database queue for "database"
+-- (the jobs table, queue/database_queue.lua), else its Redis queue.
+local function queue_of(connection)
+    if connection == "database" then return database_queue.new(database_queue.settings()) end
+    return {
+        size = function(_, q) return queue.size(q) end,
+        clear = function(_, q) return queue.clear(q) end,
+    }
 end
 
 -- The job class of a failed record, as queue:failed shows it.
@@ -215,16 +235,18 @@ function M.push(cli, config)
 end
 
 function M.size(cli, config)
-    local q = queue_name(cli, config)
-    local total, pending, delayed, reserved = queue.size(q)
+    local connection = connection_of(cli, config)
+    local q = queue_name(cli, config, connection)
+    local total, pending, delayed, reserved = queue_of(connection):size(q)
     say(string.format("%s: %d pending, %d delayed, %d reserved (%d in all)", q, pending, delayed,
         reserved, total))
     return 0
 end
 
 function M.clear(cli, config)
-    local q = queue_name(cli, config)
-    local n = queue.clear(q)
+    local connection = connection_of(cli, config)
+    local q = queue_name(cli, config, connection)
+    local n = queue_of(connection):clear(q)
     say(string.format("Cleared %d jobs from the [%s] queue", n, q))
     return 0
 end

@@ -325,7 +325,7 @@ int config_load(struct config *c, const char *env_file, const struct laravel_ver
     if (failed_driver(c->failed_driver, sizeof c->failed_driver, err, errlen))
         return -1;
     const char *qc = env_or("QUEUE_CONNECTION", "redis");
-    if (strcmp(qc, "sync") == 0 || strcmp(qc, "database") == 0 || strcmp(qc, "sqs") == 0 ||
+    if (strcmp(qc, "sync") == 0 || strcmp(qc, "sqs") == 0 ||
         strcmp(qc, "beanstalkd") == 0 || strcmp(qc, "null") == 0)
         qc = "redis";
     return copy(c->connection_name, sizeof c->connection_name, qc, "QUEUE_CONNECTION", err, errlen);

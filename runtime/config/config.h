@@ -24,7 +24,7 @@ struct config {
     char prefix[256];             /* key prefix of both connections (options.prefix) */
     char cache_prefix[256];       /* cache store prefix, with the ':' Laravel 8-10 appends */
     char default_queue[256];      /* REDIS_QUEUE */
-    char connection_name[64];     /* QUEUE_CONNECTION when it is a Redis one, else "redis" */
+    char connection_name[64];     /* QUEUE_CONNECTION (database: the database queue), else "redis" */
     char timezone[64];            /* APP_TIMEZONE, for console times; "UTC" by default */
     char failed_driver[32];       /* QUEUE_FAILED_DRIVER, one of config_failed_drivers;
                                    * unset: database-uuids when DB_CONNECTION is set (an

@@ -403,6 +403,16 @@ function Db:transaction(fn)
     local begin = self.driver.begin or "BEGIN"
     local conn = session(self, begin)
     local ok, err = pcall(control, self, conn, begin)
+    -- nothing was done yet: again on another connection, as Laravel's beginTransaction
+    -- reconnects (pooled connections the server ended while idle: each is tried once
+    -- and closed, then a new one)
+    local tries = self.size
+    while not ok and M.lost_connection(err) and tries > 0 do
+        tries = tries - 1
+        drop_session(self)
+        conn = session(self, begin)
+        ok, err = pcall(control, self, conn, begin)
+    end
     if not ok then
         if not self.driver.alive(conn) then drop_session(self) end
         error(err, 0)

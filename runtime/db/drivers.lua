@@ -32,11 +32,7 @@ local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 local backoff = require "luaworker.base.backoff"
 
-local function env(name, default)
-    local v = os.getenv(name)
-    if v == nil or v == "" then return default end
-    return v
-end
+local env = settings.env
 
 -- A driver's error: text, PDO's message ("SQLSTATE[42P01]: Undefined table: 7
 -- ERROR:  relation ..."); state, its SQLSTATE (nil for one of luaworker's own, a
@@ -75,19 +71,24 @@ local function percent_decode(v)
     return v and (v:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
--- DATABASE_URL as Laravel's ConfigurationUrlParser reads it: the driver (its scheme),
+-- DATABASE_URL (DB_URL) as Laravel's ConfigurationUrlParser reads it: the driver (its scheme),
 -- host, port, username, password, database (the path), and the query's options; nil
 -- when it is not set.
 local URL_DRIVERS = { postgres = "pgsql", postgresql = "pgsql", pgsql = "pgsql",
     sqlite = "sqlite", sqlite3 = "sqlite", mysql = "mysql", mysql2 = "mysql",
     mariadb = "mysql" }
 
+-- The variable is DB_URL from Laravel 11 on (its config/database.php's name),
+-- DATABASE_URL before; the other name is read when the version's is not set.
 local function database_url()
-    local url = env("DATABASE_URL")
+    local names = settings.laravel_at_least(11, 0) and { "DB_URL", "DATABASE_URL" }
+        or { "DATABASE_URL", "DB_URL" }
+    local name, url = names[1], env(names[1])
+    if not url then name, url = names[2], env(names[2]) end
     if not url then return nil end
     local scheme, rest = url:match("^([%w+.-]+)://(.*)$")
     if not scheme then
-        error("luaworker.db: DATABASE_URL is not a URL such as pgsql://user:password@host:port/"
+        error("luaworker.db: " .. name .. " is not a URL such as pgsql://user:password@host:port/"
             .. "database", 5)
     end
     local authority, path, query = rest:match("^([^/?]*)(/?[^?]*)%??(.*)$")

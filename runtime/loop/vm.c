@@ -232,6 +232,15 @@ void vm_on_close(struct vm *h, void (*fn)(void *data), void *data)
 /* Pushes the parsed command line as {command=, args={...}, literal_from=,
  * options={...}}; option names use '_' for '-', flags are booleans, numbers are
  * numbers; literal_from: the 1-based index of the first argument after `--`. */
+/* An option's name as a Lua key: "retry-after" -> "retry_after". */
+static void option_key(char *key, size_t n, const char *name)
+{
+    snprintf(key, n, "%s", name);
+    for (char *p = key; *p; p++)
+        if (*p == '-')
+            *p = '_';
+}
+
 static void push_cli(lua_State *L, const struct cli *cli)
 {
     lua_createtable(L, 0, 4);
@@ -252,10 +261,7 @@ static void push_cli(lua_State *L, const struct cli *cli)
         const struct cli_option *o = &cli->command->options[k];
         const char *v = cli->values[k] ? cli->values[k] : o->def;
         char key[64];
-        snprintf(key, sizeof key, "%s", o->name);
-        for (char *p = key; *p; p++)
-            if (*p == '-')
-                *p = '_';
+        option_key(key, sizeof key, o->name);
         if (o->type == CLI_FLAG)
             lua_pushboolean(L, cli->values[k] != NULL);
         else if (!v)
@@ -267,6 +273,18 @@ static void push_cli(lua_State *L, const struct cli *cli)
         lua_setfield(L, -2, key);
     }
     lua_setfield(L, -2, "options");
+    /* given: the options given on the command line or by their variable, true by
+     * name (a default given by neither is not) */
+    lua_newtable(L);
+    for (int k = 0; cli->command->options[k].name; k++) {
+        if (!cli->values[k])
+            continue;
+        char key[64];
+        option_key(key, sizeof key, cli->command->options[k].name);
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -2, "given");
 }
 
 static void push_redis_settings(lua_State *L, const struct redis_settings *s)

@@ -1,19 +1,64 @@
--- luaworker.queue.cache: the keys Laravel's queue keeps in the app's cache store (a
--- Redis store: the connection "cache", REDIS_CACHE_DB, names prefixed by
--- settings.cache_prefix), one function per use, so that the worker and the commands
--- reach the cache only here:
+-- luaworker.queue.cache: the keys Laravel's queue keeps in the app's cache store, one
+-- function per use, so that the worker and the commands reach the cache only here.
+-- The store is CACHE_STORE (Laravel 11+'s name) or CACHE_DRIVER (8-10's): "redis"
+-- (the connection "cache", REDIS_CACHE_DB, names prefixed by settings.cache_prefix;
+-- unique locks on the queue's connection), "database" (queue/cache_database.lua) or
+-- "file" (queue/cache_file.lua). Unset, it is Redis, except on the database queue,
+-- where it is Laravel's default for the version (8-10 file, 11+ database): an app
+-- that keeps its jobs in a database may have no Redis at all. The keys:
 --   illuminate:queue:restart              queue:restart's signal (a timestamp)
 --   illuminate:queue:paused:<conn>:<q>    Laravel 12.40+'s queue:pause
 --   illuminate:queues:paused              13.25+'s queue:pause --all
 --   job-exceptions:<uuid>                 a job's maxExceptions counter
 --   the job's unique lock                 UniqueLock, on the lock connection (the queue's)
--- Errors are the redis module's (RedisError), raised, except where said.
+-- Errors are the store's (a RedisError, a QueryException, a file's), raised, except
+-- where said.
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
+local cache_database = require "luaworker.queue.cache_database"
+local cache_file = require "luaworker.queue.cache_file"
 
 local M = {}
+
+local env = settings.env
+
+-- The name of the app's cache store (see above).
+function M.store_name()
+    local name = env("CACHE_STORE") or env("CACHE_DRIVER")
+    if name then return name end
+    if settings.connection_name ~= "database" then return "redis" end
+    return settings.laravel_at_least(11, 0) and "database" or "file"
+end
+
+-- The cache prefix as Laravel's own stores use it: settings.cache_prefix without the
+-- queue connection's prefix and the ':' 8-10's RedisStore adds.
+local function plain_prefix()
+    local p = settings.config.cache_prefix
+    if not settings.laravel_at_least(11, 0) then p = p:gsub(":$", "") end
+    return p
+end
+
+local stores = {}
+
+-- The store outside Redis (database or file), or nil for Redis; raises for a store
+-- luaworker cannot read.
+local function store()
+    local name = M.store_name()
+    if name == "redis" then return nil end
+    if not stores[name] then
+        if name == "database" then
+            stores[name] = cache_database.new(plain_prefix())
+        elseif name == "file" then
+            stores[name] = cache_file.new()
+        else
+            error("cache store " .. name .. " (CACHE_STORE / CACHE_DRIVER): luaworker reads the "
+                .. "redis, database and file stores", 0)
+        end
+    end
+    return stores[name]
+end
 
 -- How long Laravel's maxExceptions counters live (seconds), as Worker's cache put.
 local EXCEPTIONS_TTL = 86400
@@ -26,12 +71,24 @@ end
 -- Reads queue:restart's signal without raising. Returns what task.run gives for
 -- host.command: true, true, the value (false when missing); or true, false, message,
 -- kind for an error reply or a lost connection; or false, error, traceback.
+-- Outside Redis: true, true, the serialized value (false when missing), or false,
+-- error, traceback.
 function M.read_restart()
+    local ok, s = pcall(store)
+    if not ok then return false, s, "" end
+    if s then
+        return task.run(function()
+            return true, s:get("illuminate:queue:restart") or false
+        end)
+    end
     return task.run(host.command, "cache", "GET", M.restart_key())
 end
 
--- Writes queue:restart's signal: the time now, as Laravel's `queue:restart`.
+-- Writes queue:restart's signal: the time now, as Laravel's `queue:restart` (the
+-- RedisStore keeps a number as it is, the others serialize it).
 function M.signal_restart(now)
+    local s = store()
+    if s then return s:forever("illuminate:queue:restart", string.format("i:%d;", now)) end
     redis.call("cache", "SET", M.restart_key(), now)
 end
 
@@ -45,6 +102,12 @@ end
 -- also `queue:pause --all`); false before 12.40, which has no such command.
 function M.queue_paused(connection, q)
     if not settings.laravel_at_least(12, 40) then return false end
+    local s = store()
+    if s then
+        local paused = "illuminate:queue:paused:" .. connection .. ":" .. q
+        return cached_true(s:get(paused))
+            or settings.laravel_at_least(13, 25) and cached_true(s:get("illuminate:queues:paused"))
+    end
     local key = settings.cache_prefix .. "illuminate:queue:paused:" .. connection .. ":" .. q
     if settings.laravel_at_least(13, 25) then
         local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
@@ -58,6 +121,13 @@ end
 -- count. The increment is sent once: a lost connection raises rather than counting
 -- twice.
 function M.count_exception(uuid)
+    local s = store()
+    if s then
+        local item = "job-exceptions:" .. uuid
+        local current = s:get(item)
+        if not current or current == "i:0;" then s:put(item, "i:0;", EXCEPTIONS_TTL) end
+        return s:increment(item)
+    end
     local key = settings.cache_prefix .. "job-exceptions:" .. uuid
     local current = redis.call("cache", "GET", key)
     if not current or current == "" or current == "0" then
@@ -68,6 +138,8 @@ end
 
 -- Forgets the job uuid's exception counter (the job is failed by it).
 function M.forget_exceptions(uuid)
+    local s = store()
+    if s then return s:forget("job-exceptions:" .. uuid) end
     redis.call("cache", "DEL", settings.cache_prefix .. "job-exceptions:" .. uuid)
 end
 
@@ -75,6 +147,8 @@ end
 -- connection, the queue's ('default'): with owner (13.24+), only while that owner
 -- holds it (scripts/release_lock.lua); else at once.
 function M.release_unique_lock(key, owner)
+    local s = store()
+    if s then return s:release_lock(key, owner) end
     key = settings.cache_prefix .. key
     if owner then
         redis.script("queue", "release_lock", { key }, { owner })

@@ -4,6 +4,7 @@
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local queue = require "luaworker.queue"
+local database_queue = require "luaworker.queue.database_queue"
 local php = require "luaworker.php"
 local payload_values = require "luaworker.base.values"
 local settings = require "luaworker.base.settings"
@@ -37,7 +38,8 @@ end
 
 -- The payload text, fields in the order Laravel emits them. fields: uuid,
 -- displayName, job, maxTries, maxExceptions, failOnTimeout, backoff, timeout,
--- retryUntil (left out for string jobs, as Laravel does), id, delay; data_text is
+-- retryUntil (left out for string jobs, as Laravel does), id (nil on the database
+-- queue, whose payloads have neither id nor attempts), delay; data_text is
 -- JSON. The version luaworker speaks adds (Queue::createPayload): 12.11+ createdAt
 -- and delay (the dispatch delay, or null), 13.0+ deleteWhenMissingModels (object
 -- jobs: fields.deleteWhenMissingModels); 11.0+ the Context of the job running in
@@ -65,8 +67,8 @@ function M.payload_text(fields, data_text)
         ',"data":', data_text,
         since_12_11 and string.format(',"createdAt":%d', host.now()) or "",
         context,
-        ',"id":', encode(fields.id),
-        ',"attempts":0',
+        -- the Redis queue's own (RedisQueue::createPayloadArray); not on a database
+        fields.id and (',"id":' .. encode(fields.id) .. ',"attempts":0') or "",
         since_12_11 and (',"delay":' .. ((fields.delay or 0) > 0 and string.format("%d", fields.delay)
             or "null")) or "",
         '}',
@@ -153,8 +155,20 @@ local function encrypt_command(text)
     return sealed
 end
 
--- Pushes payload onto queue q, or onto its :delayed set when delay > 0.
+local jobs_table  -- the database queue, made at its first push
+
+-- Whether jobs go to Laravel's database queue: the connection named "database".
+local function on_database()
+    return settings.connection_name == "database"
+end
+
+-- Pushes payload onto queue q, or onto its :delayed set when delay > 0; on the
+-- database queue, a row available after delay. Returns the row's id there.
 local function enqueue(q, payload, delay)
+    if on_database() then
+        jobs_table = jobs_table or database_queue.new(database_queue.settings())
+        return jobs_table:push(q, payload, delay)
+    end
     if delay and delay > 0 then
         queue.later(q, host.now() + delay, payload)
     else
@@ -165,14 +179,15 @@ end
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
 -- worker's connection; delay: seconds (to :delayed) or nil; how: how the version
 -- serializes it (serialized_job.serialize's; default: as M.command's object says,
--- else every member it has from 9.4 at their defaults left out). Returns the job id.
+-- else every member it has from 9.4 at their defaults left out). Returns the job id
+-- (the payload's; on the database queue the row's).
 function M.push_command(command, q, delay, encrypt, how)
     local class = php.class(command)
     local text, err = serialized_job.serialize(command, how or how_of[command] or {})
     if not text then error("cannot serialize the job's properties: " .. err, 0) end
     if encrypt then text = encrypt_command(text) end
     local fields = {
-        uuid = host.uuid(), id = host.random_id(32), displayName = class,
+        uuid = host.uuid(), id = not on_database() and host.random_id(32) or nil, displayName = class,
         job = payload_values.CALL_QUEUED_HANDLER,
         maxTries = value(command.tries), maxExceptions = value(command.maxExceptions),
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
@@ -182,19 +197,20 @@ function M.push_command(command, q, delay, encrypt, how)
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)
         and (',"batchId":' .. json_or_null(value(command.batchId))) or ""
-    enqueue(q, M.payload_text(fields, '{"commandName":' .. encode(class)
+    local row = enqueue(q, M.payload_text(fields, '{"commandName":' .. encode(class)
         .. ',"command":' .. encode(text) .. batch_id .. "}"), delay)
-    return fields.id
+    return fields.id or row
 end
 
--- Pushes a string job "Class@method" with data (a JSON text). Returns the job id.
+-- Pushes a string job "Class@method" with data (a JSON text). Returns the job id (the
+-- payload's; on the database queue the row's).
 function M.push_string_job(name, data_text, q, delay, fields)
     fields = fields or {}
-    fields.uuid, fields.id = host.uuid(), host.random_id(32)
+    fields.uuid, fields.id = host.uuid(), not on_database() and host.random_id(32) or nil
     fields.displayName, fields.job, fields.string_job = name:match("^([^@]*)"), name, true
     fields.delay = delay
-    enqueue(q, M.payload_text(fields, data_text), delay)
-    return fields.id
+    local row = enqueue(q, M.payload_text(fields, data_text), delay)
+    return fields.id or row
 end
 
 return M

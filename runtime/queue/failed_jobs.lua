@@ -21,8 +21,10 @@
 -- use the same store, so `php artisan queue:failed / queue:retry` see jobs failed
 -- in luaworker and the other way round.
 --
--- A store: log(q, reserved_copy, record) records a failed job and removes its
--- reservation, the record first: a job is never without both. The text of a record
+-- A store: log(q, reserved_copy, record, removal) records a failed job and removes its
+-- reservation (removal: how the job's connection does, its delete_reserved(q,
+-- reserved_copy) and fail(q, reserved_copy, record) that writes luaworker's Redis
+-- record and removes it in one step; default: the Redis queue's), the record first: a job is never without both. The text of a record
 -- other than its payload (the exception, the connection and queue names, the uuid)
 -- is made valid UTF-8 as Laravel's providers make the exception (PHP's
 -- mb_convert_encoding: each ill-formed sequence '?'); the payload is never
@@ -33,21 +35,19 @@
 -- the worker goes on. all() -> records, newest first ({id, connection, queue,
 -- payload, exception, failed_at}); find(id); forget(id) -> whether it was there;
 -- flush() -> how many went; retry(id, record, now) pushes it back onto its queue
--- (attempts 0, as queue:retry) and forgets it.
+-- (attempts 0, as queue:retry) on the connection it failed on (the jobs table for
+-- "database", else Redis) and forgets it.
 local queue = require "luaworker.queue"
 local host = require "luaworker.host"
 local db = require "luaworker.db"
 local output = require "luaworker.base.log"
 local settings_of = require "luaworker.base.settings"
 local failed_jobs_file = require "luaworker.queue.failed_jobs_file"
+local database_queue = require "luaworker.queue.database_queue"
 
 local M = {}
 
-local function env(name)
-    local v = os.getenv(name)
-    if v == nil or v == "" then return nil end
-    return v
-end
+local env = settings_of.env
 
 -- The driver and table the settings choose. The driver is the configuration's
 -- (runtime/config/config.c checks QUEUE_FAILED_DRIVER and chooses its default).
@@ -104,20 +104,34 @@ end
 
 local redis_store = { name = "luaworker-redis" }
 
-function redis_store.log(q, reserved_copy, record)
-    return queue.fail(q, reserved_copy, select(2, scrubbed(q, record, true)))
+function redis_store.log(q, reserved_copy, record, removal)
+    return (removal or queue).fail(q, reserved_copy, select(2, scrubbed(q, record, true)))
 end
 function redis_store.all() return queue.failed_records() end
 function redis_store.find(id) return queue.failed_record(id) end
 function redis_store.forget(id) return queue.forget(id) end
 function redis_store.flush() return queue.flush() end
-function redis_store.retry(id, record, now) return queue.retry(id, record.queue or "default", now) end
+-- queue:retry of record r onto the database queue: the connection it failed on.
+local function retry_on_database(id, r, now)
+    local s = database_queue.settings()
+    database_queue.new(s):retry(id, r.queue or s.queue, r.payload, now)
+end
+
+function redis_store.retry(id, record, now)
+    if record.connection == "database" then
+        retry_on_database(id, record, now)
+        return queue.forget(id)
+    end
+    return queue.retry(id, record.queue or "default", now)
+end
 
 -- Laravel's null store ---------------------------------------------------------
 
 local null_store = { name = "null" }
 
-function null_store.log(q, reserved_copy) queue.delete_reserved(q, reserved_copy) end
+function null_store.log(q, reserved_copy, _, removal)
+    (removal or queue).delete_reserved(q, reserved_copy)
+end
 function null_store.all() return {} end
 function null_store.find() return nil end
 function null_store.forget() return false end
@@ -136,7 +150,7 @@ local said = {}  -- store name .. reason -> true once a lasting error was said
 -- step), the exception followed by a note saying why it is there and how to list
 -- it. The error is said once per store and reason, each job kept in a line of its
 -- own.
-local function keep_in_redis(store, q, reserved_copy, r, err)
+local function keep_in_redis(store, q, reserved_copy, r, err, removal)
     local why = host.mb_scrub(tostring(err))
     local kept = {}
     for k, v in pairs(r) do kept[k] = v end
@@ -144,7 +158,7 @@ local function keep_in_redis(store, q, reserved_copy, r, err)
         .. store.failing_where .. " (" .. why .. "), so it is kept in luaworker's Redis failed "
         .. "store: list it with " .. LIST_REDIS .. ", retry it with QUEUE_FAILED_DRIVER=luaworker-redis "
         .. "luaworker retry <id>."
-    queue.fail(q, reserved_copy, kept)
+    removal.fail(q, reserved_copy, kept)
     local key = store.name .. "\0" .. store.reason(err)
     if not said[key] then
         said[key] = true
@@ -169,7 +183,8 @@ end
 -- store at once (keep_in_redis); a try before it that passed may have written the
 -- record (a lost reply), so the job may then be in both: never in neither.
 local function logged_first(store)
-    function store.log(q, reserved_copy, r)
+    function store.log(q, reserved_copy, r, removal)
+        removal = removal or queue
         -- q names the queue's keys (byte for byte), name is what the record says
         local name
         name, r = scrubbed(q, r)
@@ -190,10 +205,10 @@ local function logged_first(store)
         if not ok then
             -- a passing error raised: the worker stops, the job stays reserved
             if store.passing(id) then error(id, 0) end
-            keep_in_redis(store, q, reserved_copy, r, id)
+            keep_in_redis(store, q, reserved_copy, r, id, removal)
             return nil
         end
-        queue.delete_reserved(q, reserved_copy)
+        removal.delete_reserved(q, reserved_copy)
         return id
     end
     return store
@@ -355,7 +370,11 @@ function M.store()
         -- as queue:retry: the record's payload pushed back (attempts 0), then forgotten
         local store = chosen
         function store.retry(id, r, now)
-            if not queue.retry_payload(id, r.payload, r.queue or "default", now) then return false end
+            if r.connection == "database" then
+                retry_on_database(id, r, now)
+            elseif not queue.retry_payload(id, r.payload, r.queue or "default", now) then
+                return false
+            end
             store.forget(id)
             return true
         end

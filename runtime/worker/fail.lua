@@ -92,7 +92,7 @@ function record(job, err, trace)
     failed_jobs.store().log(job:queue(), job:reserved_body(), {
         uuid = uuid, connection = settings.connection_name, payload = job:raw_body(),
         exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
-    })
+    }, job.form.removal)
     job:mark_as_deleted()
 
     local handler = handlers.resolve(payload)

@@ -9,6 +9,7 @@ local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
 local output = require "luaworker.worker.output"
 local reservations = require "luaworker.worker.reservations"
+local queue_paused = require("luaworker.worker.queue_paused").paused
 local settings = require "luaworker.base.settings"
 
 local M = {}
@@ -59,7 +60,7 @@ function M.wait(queues)
     if bound <= 0 then return end
     local open = {}
     for _, q in ipairs(queues) do
-        if not reservations.paused(q) then open[#open + 1] = q end
+        if not queue_paused(q) then open[#open + 1] = q end
     end
     if #open == 0 then
         local sleep = settings.options.sleep

@@ -8,14 +8,13 @@
 -- process and the other jobs go on. A job that keeps the CPU past its timeout
 -- cannot be stopped from inside: the slot names the job that has the CPU, each
 -- time one gets it, and the supervisor ends the process (its successor settles
--- what it had in flight, see reservations.recover_predecessor). A job's timeout does not
+-- what it had in flight, see worker/reservations.lua's recover_predecessor). A job's timeout does not
 -- count the time Redis outages held up the process's commands (redis.held_time).
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local task = require "luaworker.loop.task"
 local output = require "luaworker.worker.output"
 local process = require "luaworker.worker.process"
-local reservations = require "luaworker.worker.reservations"
 local settings = require "luaworker.base.settings"
 
 local M = {}
@@ -46,7 +45,7 @@ local function ended(job)
         between = between and between * 0.9 + gap * 0.1 or gap
     end
     last_end = now
-    reservations.finished(job)
+    job.form.finished(job)
     if loop_waits then task.wake(FREED) end
 end
 
@@ -113,7 +112,7 @@ end
 -- before run returns.
 function M.run(job)
     count = count + 1
-    reservations.running(job)
+    job.form.running(job)
     local timeout = tonumber(job:timeout()) or settings.options.timeout
     -- from the payload: NaN and what is not above 0 mean none; beyond the slot's
     -- 32 bits, as good as none

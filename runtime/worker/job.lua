@@ -1,7 +1,7 @@
--- luaworker.worker.job: a job popped from a Redis queue, as Laravel's RedisJob: the payload
--- as popped (raw body) and the reserved copy that delete/release/fail must use.
-local host = require "luaworker.host"
-local queue = require "luaworker.queue"
+-- luaworker.worker.job: a job popped from a queue, as Laravel's RedisJob and DatabaseJob:
+-- the payload as popped (raw body) and its reservation (reserved body) that
+-- delete/release/fail must use, handed to the form of the connection that took it
+-- (worker/reservations.lua, worker/database_reservations.lua).
 local payload_values = require "luaworker.base.values"
 local settings = require "luaworker.base.settings"
 local failing = require "luaworker.worker.fail"
@@ -21,10 +21,14 @@ Job.__name = "luaworker.worker.job"
 
 local M = {}
 
--- A job of queue q: raw, the payload as popped; reserved, its reserved copy;
--- payload, raw decoded (a table).
-function M.new(q, raw, reserved, payload)
+-- A job of queue q: raw, the payload as popped; reserved, its reservation (the
+-- reserved copy on Redis, the row's record on a database); payload, raw decoded (a
+-- table); form, the connection's form that took it: form.delete(job),
+-- form.release(job, delay), form.attempts(job), form.id(job), and what process.lua and
+-- in_flight.lua ask of it (start, running, finished).
+function M.new(q, raw, reserved, payload, form)
     return setmetatable({
+        form = form,
         _queue = q,
         _raw = raw,
         _reserved = reserved,
@@ -45,7 +49,8 @@ function Job:raw_body() return self._raw end
 function Job:reserved_body() return self._reserved end
 function Job:queue() return self._queue end
 function Job:connection_name() return settings.connection_name end
-function Job:id() return value(self._payload.id) end
+-- The job's id: the payload's on Redis, the row's on a database.
+function Job:id() return self.form.id(self) end
 function Job:uuid() return value(self._payload.uuid) end
 function Job:display_name() return value(self._payload.displayName) end
 function Job:max_tries() return value(self._payload.maxTries) end
@@ -68,9 +73,10 @@ function Job:retry_until()
     return r
 end
 
--- 1 on the first run: the popped payload's attempts + 1 (what the reserved copy holds).
+-- 1 on the first run: on Redis the popped payload's attempts + 1 (what the reserved
+-- copy holds), on a database the row's attempts (counted by the pop).
 function Job:attempts()
-    return (tonumber(self._payload.attempts) or 0) + 1
+    return self.form.attempts(self)
 end
 
 -- displayName when set, else the payload's job (Laravel's JobName::resolve).
@@ -128,11 +134,11 @@ function Job:is_released() return self._released end
 function Job:has_failed() return self._failed end
 function Job:is_deleted_or_released() return self._deleted or self._released end
 
--- Removes the job from the queue: ZREM of the reserved copy, written when the job's
--- run ends (or with the worker's next Redis command), without a round trip.
+-- Removes the job from the queue (on Redis written when the job's run ends, or with
+-- the worker's next Redis command, without a round trip).
 function Job:delete()
     self._deleted = true
-    queue.delete_reserved(self._queue, self._reserved)
+    self.form.delete(self)
 end
 
 -- Puts the job back, available after delay seconds (default 0); the next run counts
@@ -144,7 +150,7 @@ function Job:release(delay)
             .. tostring(delay), 2)
     end
     self._released = true
-    queue.release(self._queue, self._reserved, host.now() + math.floor(delay))
+    self.form.release(self, math.floor(delay))
 end
 
 -- Fails the job for good: it is recorded in the failed store, the handler's failed()

@@ -11,7 +11,6 @@ local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local failing = require "luaworker.worker.fail"
 local call_queued_handler = require "luaworker.worker.call_queued_handler"
-local reservations = require "luaworker.worker.reservations"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 
@@ -125,7 +124,7 @@ end
 -- returned or raised, job.settling is set: what is left writes its outcome.
 function M.process(job)
     local started = host.clock()
-    if not reservations.start(job) then return end
+    if not job.form.start(job) then return end
     -- started first: a worker that stops meanwhile (past --memory, say) must not
     -- give back a job whose failure is on its way
     if job.undecodable then

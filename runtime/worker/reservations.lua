@@ -32,12 +32,13 @@ local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
 local queue = require "luaworker.queue"
-local cache = require "luaworker.queue.cache"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
 local settings = require "luaworker.base.settings"
 local failed_jobs = require "luaworker.queue.failed_jobs"
+local values = require "luaworker.base.values"
+local paused = require("luaworker.worker.queue_paused").paused
 
 local decode = cjson.new().decode
 
@@ -94,21 +95,6 @@ local function still_ours(sent)
     return since ~= nil and since <= sent
 end
 
-local was_paused = {}  -- queue -> whether it was paused when last looked at
-
--- Laravel 12.40+'s `queue:pause`: the cache key illuminate:queue:paused:<connection>:<queue>
--- holds a true value (PHP-serialized) while the queue is paused; from 13.25 on,
--- illuminate:queues:paused (`queue:pause --all`) pauses every queue. A queue found
--- paused, or no longer, is announced (WorkerQueuePaused / WorkerQueueResumed).
-function M.paused(q)
-    local paused = cache.queue_paused(settings.connection_name, q)
-    if paused ~= (was_paused[q] or false) then
-        was_paused[q] = paused
-        output.queue_status(q, paused and "paused" or "resumed")
-        events.fire_safely(paused and "queue_paused" or "queue_resumed", nil, nil, { queue = q })
-    end
-    return paused
-end
 
 -- The Unix second q's due jobs were last moved (see pop), or nil.
 function M.migrated_at(q)
@@ -307,7 +293,7 @@ local function pop_batch(queues, limit)
     if pending then
         local taken, q, at, number = finish_prefetch()
         if #taken > 0 then
-            if not M.paused(q) and host.clock() - at <= HOLD and still_ours(at) then
+            if not paused(q) and host.clock() - at <= HOLD and still_ours(at) then
                 return run_batch(q, taken, at, number, limit)
             end
             batch_size = 1
@@ -315,7 +301,7 @@ local function pop_batch(queues, limit)
         end
     end
     for _, q in ipairs(queues) do
-        if not M.paused(q) then
+        if not paused(q) then
             local taken, number, sent = pop(q, math.min(batch_size, limit))
             if #taken > 0 then return run_batch(q, taken, sent, number, limit) end
         end
@@ -333,10 +319,20 @@ local function job_of(q, raw, reserved)
         problem = decoded and "not a JSON object" or tostring(payload)
         payload = { attempts = 0 }
     end
-    local job = jobs.new(q, raw, reserved, payload)
+    local job = jobs.new(q, raw, reserved, payload, M)
     job.undecodable = problem
     return job
 end
+
+-- A job of this form (worker/job.lua): its id and attempts are the payload's (the
+-- reserved copy counts this attempt); delete and release act on its reserved copy.
+function M.id(job) return values.value(job:payload().id) end
+function M.attempts(job) return (tonumber(job:payload().attempts) or 0) + 1 end
+function M.delete(job) queue.delete_reserved(job:queue(), job:reserved_body()) end
+function M.release(job, delay) queue.release(job:queue(), job:reserved_body(), host.now() + delay) end
+-- What a failed-job store calls to remove a job of this form (queue/failed_jobs.lua):
+-- delete_reserved(q, reserved) and fail(q, reserved, record).
+M.removal = queue
 
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
 -- a job wins (a job reserved ahead first). limit: the most jobs to reserve (what

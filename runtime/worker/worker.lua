@@ -17,7 +17,9 @@ local handler_env = require "luaworker.worker.handler_env"
 local output = require "luaworker.worker.output"
 local process = require "luaworker.worker.process"
 local in_flight = require "luaworker.worker.in_flight"
-local reservations = require "luaworker.worker.reservations"
+local redis_reservations = require "luaworker.worker.reservations"
+local database_reservations = require "luaworker.worker.database_reservations"
+local database_queue = require "luaworker.queue.database_queue"
 local idle = require "luaworker.worker.idle"
 local settings = require "luaworker.base.settings"
 local backoff = require "luaworker.base.backoff"
@@ -35,6 +37,11 @@ local ONE_SHOT_WAIT = 10
 local HEARTBEAT, HEARTBEAT_SHARE, HEARTBEAT_MIN = 10, 1 / 3, 0.5
 
 local options
+
+-- How the worker takes jobs: Laravel's database queue for the connection named
+-- "database" (as config/queue.php names it), else its Redis queue. Both forms answer
+-- the same calls (worker/reservations.lua, worker/database_reservations.lua).
+local reservations = redis_reservations
 
 -- The restart key written by `queue:restart` (and `luaworker restart`).
 local restart_unreadable = false   -- said that the restart signal cannot be read
@@ -196,7 +203,13 @@ local function prepare(cli, cfg)
     options = cli.options
     settings.options, settings.config = options, cfg
     settings.connection_name = cli.args[1] or cfg.connection_name
-    options.queue_list = options.queue or cfg.default_queue
+    settings.given = cli.given or {}
+    local default_queue = cfg.default_queue
+    if settings.connection_name == "database" then
+        reservations = database_reservations
+        default_queue = database_queue.settings().queue
+    end
+    options.queue_list = options.queue or default_queue
     settings.queues = process.split(options.queue_list, ",")
     options.effective_backoff = options.backoff
     if options.delay ~= "0" and options.backoff == "0" then
@@ -232,7 +245,11 @@ end
 
 -- Runs `luaworker work`. Returns the exit status.
 function M.run(cli, cfg)
-    prepare(cli, cfg)
+    local prepared, why_not = pcall(prepare, cli, cfg)
+    if not prepared then
+        io.stderr:write("luaworker: cannot start: ", tostring(why_not), "\n")
+        return 2
+    end
     local queues = settings.queues
 
     if host.file_kind(handlers.dir()) ~= "directory" then
@@ -262,7 +279,11 @@ function M.run(cli, cfg)
     end
 
     host.report_ready()
-    reservations.setup()
+    local set_up, setup_err = pcall(reservations.setup)
+    if not set_up then
+        output.error("cannot start: " .. tostring(setup_err))
+        return 2
+    end
     recover_predecessor()
 
     local _, restart_at_start = read_restart()
@@ -316,7 +337,7 @@ function M.run(cli, cfg)
             else
                 events.fire_safely("idle", nil, nil, { queue = options.queue_list })
                 if not options.stop_when_empty then
-                    guarded("error while waiting for a job", idle.wait, queues)
+                    guarded("error while waiting for a job", reservations.wait or idle.wait, queues)
                 end
             end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, job)

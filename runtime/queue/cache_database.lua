@@ -1,0 +1,111 @@
+-- luaworker.queue.cache_database: Laravel's database cache store (Illuminate\Cache\
+-- DatabaseStore, CACHE_STORE / CACHE_DRIVER "database"), for the keys the queue keeps
+-- in the cache (queue/cache.lua). Items are rows of the app's `cache` table (key,
+-- value, expiration: a Unix second), named by the cache prefix and the key; values
+-- PHP-serialized (Laravel base64s a value with a NUL byte on PostgreSQL: none of
+-- the queue's values has one); locks are rows of `cache_locks` (key, owner,
+-- expiration). The database connection is the app's default one, or
+-- DB_CACHE_CONNECTION (Laravel 11+'s name), its tables DB_CACHE_TABLE and
+-- DB_CACHE_LOCK_TABLE.
+local host = require "luaworker.host"
+local db = require "luaworker.db"
+local settings = require "luaworker.base.settings"
+
+local M = {}
+
+-- forever: ten years, as DatabaseStore::forever.
+local FOREVER = 315360000
+
+local env = settings.env
+
+local Store = {}
+Store.__index = Store
+
+-- The store with the cache prefix prefix (Laravel's, as it is: no ':' added).
+function M.new(prefix)
+    local tbl = env("DB_CACHE_TABLE") or "cache"
+    local locks = env("DB_CACHE_LOCK_TABLE") or "cache_locks"
+    for name, v in pairs({ DB_CACHE_TABLE = tbl, DB_CACHE_LOCK_TABLE = locks }) do
+        if not v:match("^[%a_][%w_]*$") then
+            error(name .. "=" .. v .. ": expected a table name (letters, digits, _)", 0)
+        end
+    end
+    return setmetatable({ prefix = prefix, table = tbl, locks = locks,
+        connection = env("DB_CACHE_CONNECTION") }, Store)
+end
+
+function Store:db()
+    return db.connection(self.connection)
+end
+
+-- The column `key`, quoted as Laravel's grammars quote it (a reserved word in MySQL).
+function Store:key_column()
+    local name = self:db().driver_name
+    return (name == "mysql" or name == "mariadb") and "`key`" or '"key"'
+end
+
+-- The serialized value of key, or nil when it is missing or expired (an expired row
+-- is deleted, as DatabaseStore::get does).
+function Store:get(key)
+    local row = self:db():select("select value, expiration from " .. self.table .. " where "
+        .. self:key_column() .. " = ?", { self.prefix .. key })[1]
+    if not row then return nil end
+    if host.now() >= (tonumber(row.expiration) or 0) then
+        self:forget(key)
+        return nil
+    end
+    return row.value
+end
+
+-- Stores serialized under key for seconds: the row inserted, or updated when it is
+-- there (DatabaseStore::put).
+function Store:put(key, serialized, seconds)
+    local d, name, k = self:db(), self.prefix .. key, self:key_column()
+    local expiration = host.now() + seconds
+    local update = "update " .. self.table .. " set value = ?, expiration = ? where " .. k .. " = ?"
+    if d:update(update, { serialized, expiration, name }) > 0 then return end
+    local ok, err = pcall(d.insert, d, "insert into " .. self.table .. " (" .. k .. ", value, "
+        .. "expiration) values (?, ?, ?)", { name, serialized, expiration })
+    -- a row another process inserted meanwhile: updated instead, as Laravel does
+    if not ok and d:update(update, { serialized, expiration, name }) == 0 then error(err, 0) end
+end
+
+function Store:forever(key, serialized)
+    self:put(key, serialized, FOREVER)
+end
+
+-- DatabaseStore::increment: in a transaction, the row locked, its integer value
+-- plus one written back (the expiration kept). Returns the new value, or false when
+-- the key is missing or not a number.
+function Store:increment(key)
+    local name, k = self.prefix .. key, self:key_column()
+    local lock = self:db().driver_name == "sqlite" and "" or " for update"
+    return self:db():transaction(function(d)
+        local row = d:select("select value from " .. self.table .. " where " .. k .. " = ?" .. lock,
+            { name })[1]
+        if not row then return false end
+        local n = tonumber(tostring(row.value):match("^i:(%-?%d+);$"))
+        if not n then return false end
+        d:update("update " .. self.table .. " set value = ? where " .. k .. " = ?",
+            { string.format("i:%d;", n + 1), name })
+        return n + 1
+    end)
+end
+
+function Store:forget(key)
+    self:db():delete("delete from " .. self.table .. " where " .. self:key_column() .. " = ?",
+        { self.prefix .. key })
+end
+
+-- DatabaseLock's release (while owner holds it) or forceRelease (owner nil).
+function Store:release_lock(key, owner)
+    local where = " where " .. self:key_column() .. " = ?"
+    if owner then
+        self:db():delete("delete from " .. self.locks .. where .. " and owner = ?",
+            { self.prefix .. key, owner })
+    else
+        self:db():delete("delete from " .. self.locks .. where, { self.prefix .. key })
+    end
+end
+
+return M

@@ -1,0 +1,188 @@
+-- luaworker.queue.database_queue: Laravel's database queue (Illuminate\Queue\DatabaseQueue,
+-- the same from 8.83 to 13) over luaworker.db. Every job is a row of the app's jobs
+-- table: id, queue, payload, attempts, reserved_at (null, or the Unix second of its
+-- pop), available_at and created_at (Unix seconds). A row can be popped when
+-- reserved_at is null and available_at has come, or when its reservation expired
+-- (reserved_at <= now - retry_after). The payload text never changes: a job's
+-- attempts live in its row (and its payload has no id and no attempts, as Laravel's
+-- DatabaseQueue builds it; the row's id is the job's id).
+--
+-- The connection's settings, as Laravel 11+'s config/queue.php reads them (8.x's
+-- config has the same values without the variables): DB_QUEUE_CONNECTION (else the
+-- app's default database connection, DB_CONNECTION), DB_QUEUE_TABLE ("jobs"),
+-- DB_QUEUE ("default"), DB_QUEUE_RETRY_AFTER (90).
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local db = require "luaworker.db"
+local settings = require "luaworker.base.settings"
+
+local M = {}
+
+local env = settings.env
+
+-- The settings of the app's database queue connection: {connection =, table =,
+-- queue =, retry_after =}. Raises, naming the variable, for a table name that is not
+-- an identifier or a retry_after that is not a whole number of seconds.
+function M.settings()
+    local tbl = env("DB_QUEUE_TABLE") or "jobs"
+    if not tbl:match("^[%a_][%w_]*$") then
+        error("DB_QUEUE_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
+    end
+    local retry_after = env("DB_QUEUE_RETRY_AFTER") or "90"
+    if not retry_after:match("^%d+$") or #retry_after > 9 then
+        error("DB_QUEUE_RETRY_AFTER=" .. retry_after .. ": expected a whole number of seconds", 0)
+    end
+    return { connection = env("DB_QUEUE_CONNECTION") or env("DB_CONNECTION"), table = tbl,
+        queue = env("DB_QUEUE") or "default", retry_after = tonumber(retry_after) }
+end
+
+local Queue = {}
+Queue.__index = Queue
+
+-- The queue over settings s (M.settings' shape).
+function M.new(s)
+    return setmetatable({ db = db.connection(s.connection), table = s.table,
+        retry_after = s.retry_after, default = s.queue, lock = nil }, Queue)
+end
+
+-- "1.2.3" -> whether it is at least major.minor.patch.
+local function at_least(version, major, minor, patch)
+    local a, b, c = version:match("^(%d+)%.?(%d*)%.?(%d*)")
+    if not a then return false end
+    local v = { tonumber(a), tonumber(b) or 0, tonumber(c) or 0 }
+    local w = { major, minor, patch }
+    for i = 1, 3 do
+        if v[i] ~= w[i] then return v[i] > w[i] end
+    end
+    return true
+end
+
+-- DatabaseQueue::getLockForPopping: FOR UPDATE SKIP LOCKED on MySQL 8.0.1+, MariaDB
+-- 10.6+ and PostgreSQL 9.5+, FOR UPDATE on older servers, none on SQLite (its
+-- transactions take the whole database's write lock: BEGIN IMMEDIATE). Asked of the
+-- server once.
+function Queue:lock_clause()
+    if self.lock then return self.lock end
+    local name, skip = self.db.driver_name, false
+    if name == "sqlite" then
+        self.lock = ""
+        return self.lock
+    elseif name == "pgsql" then
+        local v = self.db:select("select current_setting('server_version_num') as v")[1].v
+        skip = (tonumber(v) or 0) >= 90500
+    else
+        local v = tostring(self.db:select("select version() as v")[1].v)
+        if v:find("MariaDB", 1, true) then
+            skip = at_least(v:gsub("^5%.5%.5%-", ""), 10, 6, 0)
+        else
+            skip = at_least(v, 8, 0, 1)
+        end
+    end
+    self.lock = skip and " for update skip locked" or " for update"
+    return self.lock
+end
+
+-- Inserts a job row; returns its id. In a transaction of its own, so that the id is
+-- read on the connection that inserted it.
+local function insert(self, q, payload, available_at, attempts)
+    local now = host.now()
+    local values = { q, attempts, available_at, now, payload }
+    local sql = "insert into " .. self.table .. " (queue, attempts, reserved_at, available_at, "
+        .. "created_at, payload) values (?, ?, null, ?, ?, ?)"
+    return self.db:transaction(function(d)
+        if d.driver_name == "pgsql" or d.driver_name == "sqlite" then
+            return d:select(sql .. " returning id", values)[1].id
+        end
+        d:insert(sql, values)
+        return d:select("select last_insert_id() as id")[1].id
+    end)
+end
+
+-- Laravel's push / later: the payload as a new row of q, available after delay
+-- seconds (0: now). Returns the row's id.
+function Queue:push(q, payload, delay)
+    return insert(self, q, payload, host.now() + (delay or 0), 0)
+end
+
+-- Laravel's pop: in one transaction, the first row of q by id that can be popped,
+-- locked, then reserved now with its attempts counted. Returns the job's record
+-- {id =, queue =, payload =, attempts = (counting this one), reserved_at =}, or nil
+-- when q has none.
+function Queue:pop(q)
+    local lock = self:lock_clause()
+    local now = host.now()
+    return self.db:transaction(function(d)
+        local row = d:select("select id, attempts, payload from " .. self.table
+            .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
+            .. "(reserved_at <= ?)) order by id asc limit 1" .. lock,
+            { q, now, now - self.retry_after })[1]
+        if not row then return nil end
+        local attempts = (tonumber(row.attempts) or 0) + 1
+        d:update("update " .. self.table .. " set reserved_at = ?, attempts = ? where id = ?",
+            { now, attempts, row.id })
+        return { id = row.id, queue = q, payload = row.payload, attempts = attempts, reserved_at = now }
+    end)
+end
+
+-- Laravel's deleteReserved: the job's row goes. Returns whether it was there.
+function Queue:delete_reserved(_, id)
+    return self.db:delete("delete from " .. self.table .. " where id = ?", { id }) > 0
+end
+
+-- Laravel's deleteAndRelease: in one transaction the job's row goes and the job comes
+-- back as a new row (a new id) with its attempts so far, available after delay
+-- seconds. Returns the new row's id. again: a call before may have committed (its
+-- reply was lost with the connection): the row comes back only if it was still
+-- there to delete, so that a job is never released twice.
+function Queue:release(q, record, delay, again)
+    return self.db:transaction(function(d)
+        local deleted = d:delete("delete from " .. self.table .. " where id = ?", { record.id })
+        if again and deleted == 0 then return nil end
+        return insert(self, q, record.payload, host.now() + (delay or 0), record.attempts)
+    end)
+end
+
+-- queue:retry onto this queue: a failed job's payload (the text its record keeps)
+-- pushed back as a new row of q, attempts 0; a retryUntil already past set to null
+-- (Laravel recomputes it by calling the job's retryUntil(), which luaworker cannot),
+-- every other byte as it was (a database payload has no attempts to reset). Raises
+-- when the payload is not a JSON object. Returns the row's id.
+function Queue:retry(id, q, payload, now)
+    local ok, decoded = pcall(cjson.decode, payload)
+    if not ok or type(decoded) ~= "table" or not payload:match("^%s*{") then
+        error("failed job " .. tostring(id) .. " has a payload that is not a JSON object; fix it or "
+            .. "forget it", 0)
+    end
+    if type(decoded.retryUntil) == "number" and decoded.retryUntil < now then
+        -- the payload's own key: a "retryUntil" inside a string is escaped (\")
+        payload = payload:gsub('([{,]%s*"retryUntil"%s*:%s*)%-?[%d.eE+-]+', "%1null", 1)
+    end
+    return self:push(q, payload, 0)
+end
+
+-- A query of this queue's table that reads none of its rows: raises when the table
+-- or one of the columns Laravel's DatabaseQueue uses is missing.
+function Queue:check()
+    self.db:select("select id, queue, payload, attempts, reserved_at, available_at, created_at from "
+        .. self.table .. " where 1 = 0")
+end
+
+-- The jobs of q: total, pending (available now), delayed, reserved (as 12.x's
+-- pendingSize, delayedSize and reservedSize count them).
+function Queue:size(q)
+    local now = host.now()
+    local r = self.db:select("select count(*) as total, "
+        .. "coalesce(sum(case when reserved_at is null and available_at <= ? then 1 else 0 end), 0) as pending_jobs, "
+        .. "coalesce(sum(case when reserved_at is null and available_at > ? then 1 else 0 end), 0) as delayed_jobs, "
+        .. "coalesce(sum(case when reserved_at is not null then 1 else 0 end), 0) as reserved_jobs "
+        .. "from " .. self.table .. " where queue = ?", { now, now, q })[1]
+    -- (MySQL reserves the word "delayed")
+    return tonumber(r.total), tonumber(r.pending_jobs), tonumber(r.delayed_jobs), tonumber(r.reserved_jobs)
+end
+
+-- Laravel's clear: every row of q goes. Returns how many.
+function Queue:clear(q)
+    return self.db:delete("delete from " .. self.table .. " where queue = ?", { q })
+end
+
+return M

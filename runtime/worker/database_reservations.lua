@@ -1,0 +1,159 @@
+-- luaworker.worker.database_reservations: taking jobs from Laravel's database queue
+-- (queue/database_queue.lua), the worker's form for a connection named "database",
+-- beside worker/reservations.lua's for Redis; worker.lua asks the same of both.
+--
+-- A pop reserves one row and charges its attempt in the database (the row's
+-- attempts), so the worker pops a job only when it can start it at once: one per
+-- free slot of --concurrency, nothing reserved ahead, nothing to give back. A job
+-- whose worker died stays reserved until retry_after, then the next pop takes it
+-- again, attempts counted, by Laravel's own rules; no heartbeat is needed. An idle
+-- worker looks again every --sleep seconds, as queue:work does.
+--
+-- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
+-- is waited out, said once when it starts and once when it ends: a pop, a delete or
+-- a release is tried again, 1, 2, 4... up to 30 s apart, the job's row left as it
+-- is meanwhile (reserved, or available to the next pop). A stop signal ends the
+-- wait: a job it held stays reserved and runs again after retry_after.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local db = require "luaworker.db"
+local queue = require "luaworker.queue"
+local database_queue = require "luaworker.queue.database_queue"
+local events = require "luaworker.base.events"
+local output = require "luaworker.worker.output"
+local jobs = require "luaworker.worker.job"
+local settings = require "luaworker.base.settings"
+local paused = require("luaworker.worker.queue_paused").paused
+
+local decode = cjson.new().decode
+
+local M = {}
+
+-- As reservations.BATCH_BUDGET: how long a round of starts may take (in_flight.room).
+M.BATCH_BUDGET = 0.05
+
+local options
+local jobs_table     -- the database_queue over the connection's settings
+
+-- The connection's settings (DB_QUEUE_* and the app's database connection), with
+-- --retry-after over DB_QUEUE_RETRY_AFTER when it is given. Raises for a bad setting.
+function M.settings(cli_options, given)
+    local s = database_queue.settings()
+    if given.retry_after then s.retry_after = cli_options.retry_after end
+    return s
+end
+
+-- Raises when the jobs table cannot be used for a lasting reason (no table, a
+-- column missing, a login refused); a database that cannot be reached now is
+-- waited out by the first pop.
+function M.setup()
+    options = settings.options
+    jobs_table = database_queue.new(M.settings(options, settings.given or {}))
+    local ok, err = pcall(jobs_table.check, jobs_table)
+    if not ok and not db.lost_connection(err) then
+        error("the database queue's table " .. jobs_table.table .. ": " .. tostring(err), 0)
+    end
+end
+
+local unreachable = false  -- said that the database cannot be reached
+
+local function say_unreachable(err)
+    if unreachable then return end
+    unreachable = true
+    output.error("cannot reach the database of the queue (" .. tostring(err.message or err) .. "); "
+        .. "its jobs stay as they are, tried again every 30 s at most")
+end
+
+local function say_back()
+    if not unreachable then return end
+    unreachable = false
+    output.error("the database of the queue can be reached again")
+end
+
+-- fn(first) until it returns, a lost connection waited out; first is false on the
+-- tries after one whose connection was lost (it may have committed).
+local function waited_out(fn)
+    local first = true
+    return db.wait_out(function()
+        local was_first = first
+        first = false
+        return fn(was_first)
+    end, db.lost_connection, say_unreachable, say_back)
+end
+
+-- A job of this form (worker/job.lua): the row's id and attempts (counted by the
+-- pop); delete and release act on its row.
+function M.id(job) return job:reserved_body().id end
+function M.attempts(job) return job:reserved_body().attempts end
+
+function M.delete(job)
+    waited_out(function() jobs_table:delete_reserved(job:queue(), job:reserved_body().id) end)
+end
+
+function M.release(job, delay)
+    waited_out(function(first)
+        jobs_table:release(job:queue(), job:reserved_body(), delay, not first)
+    end)
+end
+function M.start() return true end
+function M.running() end
+function M.finished() end
+
+-- What a failed-job store calls to remove a job of this form: the row goes; for
+-- luaworker's Redis store, its record is written first (no reservation there).
+M.removal = {
+    delete_reserved = function(q, record)
+        waited_out(function() jobs_table:delete_reserved(q, record.id) end)
+    end,
+    fail = function(q, record, failed)
+        queue.fail(q, "", failed)
+        waited_out(function() jobs_table:delete_reserved(q, record.id) end)
+    end,
+}
+
+-- A job of queue q from its row's record; a payload that cannot be decoded is run
+-- as a job that fails at once (job.undecodable says why), its row kept in the
+-- failed store.
+local function job_of(q, record)
+    local decoded, payload = pcall(decode, record.payload)
+    local problem
+    if not decoded or type(payload) ~= "table" then
+        problem = decoded and "not a JSON object" or tostring(payload)
+        payload = {}
+    end
+    local job = jobs.new(q, record.payload, record, payload, M)
+    job.undecodable = problem
+    return job
+end
+
+-- Worker::getNextJob: the first queue in --queue order that is not paused and has
+-- an available job wins; one job. Returns it or nil; raises what the database raises.
+function M.next_job(queues)
+    events.fire("popping", nil, nil, { queue = options.queue_list })
+    for _, q in ipairs(queues) do
+        if not paused(q) then
+            local record = waited_out(function() return jobs_table:pop(q) end)
+            if record then
+                local job = job_of(q, record)
+                events.fire("popped", job)
+                return job
+            end
+        end
+    end
+    return nil
+end
+
+-- No job: wait --sleep seconds (a stop signal ends it), as queue:work sleeps.
+function M.wait()
+    host.sleep(options.sleep > 0 and options.sleep or 1, true)
+end
+
+-- Nothing is reserved ahead, so nothing goes back; no other worker's jobs need
+-- recovering (an expired reservation is popped again).
+function M.give_back_held() end
+function M.retire() end
+function M.recover_predecessor() return {} end
+function M.recover_dead_workers() end
+function M.report_send_errors() end
+
+return M
