@@ -1,0 +1,200 @@
+-- luaworker --laravel=12.67 beside a real Laravel 12.67 worker on the database queue
+-- (spec/laravel12.lua: ../shared/laravel12, skipped with a plain message where it is
+-- absent): the jobs table in SQLite, its copy's config/queue.php given a `database`
+-- connection. The same job, from copies of the same database, is released or failed
+-- by each worker and the rows compared byte for byte; each worker runs what the
+-- other pushed; the two take turns on one table. (Not at the same time: on SQLite,
+-- PHP's own workers lose deletes to "database is locked", see
+-- docs/database-queue.md.)
+local H = require "spec.helpers"
+local L12 = require "spec.laravel12"
+
+local app, missing = L12.app()
+local RAN = H.prefix .. "spec:ran"
+
+-- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),
+-- then does what its action says: "release" releases it for 3 s on its first
+-- attempt, "fail" fails it.
+local PHP_JOB = [[
+    public $tries = 2;
+    public $tag;
+    public $action;
+
+    public function __construct($tag = null, $action = 'ok')
+    {
+        $this->tag = $tag;
+        $this->action = $action;
+    }
+
+    public function handle()
+    {
+        \Illuminate\Support\Facades\Redis::rpush('spec:ran', json_encode(
+            ['by' => 'php', 'tag' => $this->tag, 'attempt' => $this->attempts()]));
+        if ($this->action === 'release' && $this->attempts() === 1) {
+            $this->release(3);
+        } elseif ($this->action === 'fail') {
+            $this->fail(new \RuntimeException('boom'));
+        }
+    }
+]]
+
+local LUA_JOB = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
+        { by = "lua", tag = command.tag, attempt = job:attempts() }))
+    if command.action == "release" and job:attempts() == 1 then
+        job:release(3)
+    elseif command.action == "fail" then
+        job:fail(luaworker.exception("RuntimeException", "boom"))
+    end
+end }
+]]
+
+local handlers, database
+
+local function runs()
+    local out = {}
+    for _, r in ipairs(H.r("LRANGE", RAN, 0, -1)) do out[#out + 1] = H.json.decode(r) end
+    return out
+end
+
+-- Both workers' environment: the database queue and failed jobs in the app's SQLite,
+-- the cache in Redis (the app's config/cache.php).
+local function env()
+    return L12.env({ QUEUE_CONNECTION = "database", QUEUE_FAILED_DRIVER = "database-uuids",
+        DB_DATABASE = database, CACHE_STORE = "redis" })
+end
+
+local function luaworker(args)
+    local full = { "work", "database", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers, "--sleep=0" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    local r = H.run(full, { env = env() })
+    assert.are.equal(0, r.status, r.stderr)
+    return r
+end
+
+local function php_worker(args)
+    local full = { "queue:work", "database", "--sleep=0" }
+    for _, a in ipairs(args) do full[#full + 1] = a end
+    local r = L12.artisan(full, env())
+    assert.are.equal(0, r.status, r.stdout .. r.stderr)
+    return r
+end
+
+local function sqlite(sql) return H.sqlite(database, sql) end
+
+-- The database file copied aside, and put back.
+local function snapshot()
+    local copy = database .. ".snapshot"
+    assert(os.execute("cp " .. H.quote(database) .. " " .. H.quote(copy)))
+    return copy
+end
+
+local function restore(copy)
+    assert(os.execute("cp " .. H.quote(copy) .. " " .. H.quote(database)))
+end
+
+-- Gives the app's copy a `database` queue connection (Laravel 12's config/queue.php
+-- entry) and makes QUEUE_CONNECTION its default.
+local function add_database_connection()
+    local file = app .. "/config/queue.php"
+    local text = H.read_file(file)
+    if text:find("'database' => [", 1, true) and text:find("'driver' => 'database'", 1, true) then return end
+    text = text:gsub("'default' => 'redis',", "'default' => env('QUEUE_CONNECTION', 'redis'),", 1)
+    text = text:gsub("'connections' => %[", "'connections' => [\n        'database' => [\n"
+        .. "            'driver' => 'database',\n            'connection' => env('DB_QUEUE_CONNECTION'),\n"
+        .. "            'table' => env('DB_QUEUE_TABLE', 'jobs'),\n            'queue' => env('DB_QUEUE', 'default'),\n"
+        .. "            'retry_after' => (int) env('DB_QUEUE_RETRY_AFTER', 90),\n"
+        .. "            'after_commit' => false,\n        ],", 1)
+    H.write_file(file, text)
+end
+
+describe("luaworker beside a real Laravel 12 worker on the database queue", function()
+    if not app then
+        it("is skipped: " .. missing, function() print(missing) end)
+        return
+    end
+
+    setup(function()
+        add_database_connection()
+        L12.job("Recorded", PHP_JOB)
+        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = LUA_JOB })
+        database = H.tmpdir() .. "/database.sqlite"
+        assert(os.execute("sqlite3 " .. H.quote(database) .. " < " .. H.quote(app .. "/database/schema.sql")))
+        -- the jobs table as Laravel 12's queue:table migration makes it on SQLite
+        sqlite("create table jobs (id integer primary key autoincrement not null, queue varchar not null, "
+            .. "payload text not null, attempts integer not null, reserved_at integer, "
+            .. "available_at integer not null, created_at integer not null); "
+            .. "create index jobs_queue_index on jobs (queue)")
+    end)
+
+    before_each(function()
+        H.flush()
+        sqlite("delete from failed_jobs; delete from jobs")
+    end)
+
+    it("releases a job as Laravel 12 does: the same payload, attempts and available_at in a new row",
+        function()
+        L12.php([[App\Jobs\Recorded::dispatch('r1', 'release');]], env())
+        local pushed = sqlite("select id, payload from jobs")
+        assert.is_nil(pushed:find('"attempts":', 1, true), "Laravel 12's database payload has no attempts")
+        local state = snapshot()
+        local before = os.time()
+        php_worker({ "--once" })
+        local php = sqlite("select payload, attempts, reserved_at is null, available_at - created_at from jobs")
+        local php_id = sqlite("select id from jobs")
+        restore(state)
+        luaworker({ "--once" })
+        local lua = sqlite("select payload, attempts, reserved_at is null, available_at - created_at from jobs")
+        assert.are.equal(php, lua)
+        assert.are.equal(php_id, sqlite("select id from jobs"))
+        assert.matches("|1|1|3\n$", lua)
+        assert.is_true(tonumber(sqlite("select available_at from jobs"):match("%d+")) >= before + 3)
+    end)
+
+    it("fails a job into failed_jobs with the uuid, connection, queue and payload Laravel 12 records",
+        function()
+        L12.php([[App\Jobs\Recorded::dispatch('f1', 'fail');]], env())
+        local state = snapshot()
+        php_worker({ "--once" })
+        local php = sqlite("select uuid, connection, queue, payload from failed_jobs")
+        restore(state)
+        sqlite("delete from failed_jobs")
+        luaworker({ "--once" })
+        local lua = sqlite("select uuid, connection, queue, payload from failed_jobs")
+        assert.are_not.equal("", php)
+        assert.are.equal(php, lua)
+        assert.matches("^RuntimeException: boom", sqlite("select exception from failed_jobs"))
+        assert.are.equal("", sqlite("select id from jobs"))
+    end)
+
+    it("runs what the other pushed, and both take turns on one table, each job run once", function()
+        L12.php([[
+for ($i = 1; $i <= 40; $i++) {
+    App\Jobs\Recorded::dispatch('t' . $i, $i % 8 === 0 ? 'release' : 'ok');
+}]], env())
+        -- (luaworker's --max-jobs replaces its worker process and goes on: --once instead)
+        for _ = 1, 10 do luaworker({ "--once" }) end
+        php_worker({ "--max-jobs=15", "--stop-when-empty" })
+        -- the rest, the released jobs due 3 s after their release
+        H.wait_until(function()
+            luaworker({ "--stop-when-empty" })
+            return #runs() == 45 and sqlite("select id from jobs") == ""
+        end, 30, "every job to run")
+        local seen, by = {}, { php = 0, lua = 0 }
+        for _, r in ipairs(runs()) do
+            seen[r.tag] = seen[r.tag] or {}
+            seen[r.tag][#seen[r.tag] + 1] = r.attempt
+            by[r.by] = by[r.by] + 1
+        end
+        for i = 1, 40 do
+            local tag = "t" .. i
+            table.sort(seen[tag] or {})
+            assert.are.same(i % 8 == 0 and { 1, 2 } or { 1 }, seen[tag], tag)
+        end
+        assert.are.same({ 15, 30 }, { by.php, by.lua })
+        assert.are.equal("", sqlite("select id from jobs"))
+        assert.are.equal("0", sqlite("select count(*) from failed_jobs"):match("%d+"))
+    end)
+end)
