@@ -6,8 +6,9 @@
 # nothing. See examples/bench/README.md for what each row means.
 #
 # BENCH_JOBS (20000), BENCH_LATENCY_JOBS (200), BENCH_DELAYED_JOBS (50),
-# BENCH_CPU_JOBS (500) and BENCH_IO_JOBS (20000; queue:work gets a 50th of them)
-# scale the runs down for a quick try; BENCH_RESULTS writes the table elsewhere.
+# BENCH_CPU_JOBS (500), BENCH_IO_JOBS (20000; queue:work gets a 50th of them) and
+# BENCH_DB_JOBS (5000, examples/bench/database.sh) scale the runs down for a quick
+# try; BENCH_RESULTS writes the table elsewhere.
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -22,6 +23,8 @@ P=laravel_database_              # the app's key prefix (APP_NAME=Laravel)
 
 # shellcheck source=examples/private-redis.sh
 . examples/private-redis.sh
+# shellcheck source=examples/bench/database.sh
+. examples/bench/database.sh
 tmp=$(mktemp -d /tmp/luaworker-bench.XXXXXX)
 bg_pids=()                       # workers started in the background, by pid
 cleanup() {
@@ -348,6 +351,9 @@ io_bound php.sql $(( IO_JOBS / 10 )) SqlBound "${sql_env[@]}" php examples/larav
     "${PHP_FAST[@]}"
 sql_rows php.sql $(( IO_JOBS / 10 ))
 
+echo "== the database queue (SQLite), $DB_JOBS no-op jobs, and push-to-start latency"
+database_queue_bench
+
 echo "== CPU-bound handler: $CPU_JOBS jobs"
 cpu_bound lw.cpu lw_work --processes=1 "${LW_FAST[@]}"
 cpu_bound php.cpu php_work "${PHP_FAST[@]}"
@@ -402,6 +408,7 @@ table() {
     row "Redis connections, 1 process, 1000 in flight" "${R[lw.io1000.conns]}" "${R[php.io.conns]}"
     row "HTTP-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.http100.tput]}" "${R[php.http.tput]}"
     row "SQL-bound (insert + select, MariaDB), 1 process, --concurrency=100 (jobs/s)" "${R[lw.sql100.tput]}" "${R[php.sql.tput]}"
+    database_queue_rows
     row "start and exit on an empty queue (ms)" "${R[lw.start.ms]}" "${R[php.start.ms]}"
     row "jobs reserved ahead back after a group kill -9 (s)" "${R[lw.recovery.s]}" "-"
 }
