@@ -280,9 +280,18 @@ return { handle = function(job) luaworker.sleep(1.5); luaworker.redis("RPUSH", "
             local _, _, reserved = H.keys()
             return H.r("ZCARD", reserved) == 2
         end, 5, "the two jobs in flight")
+        local old = H.children(w.pid)[1]
         H.write_file(handlers .. "/App/Jobs/Versioned.lua", (v:gsub("VERSION", "v2")))
         H.wait_until(function() return w:stderr():match("handlers changed %(.*%): reloading") end, 10,
             "the change to be seen")
+        -- a job pushed before the old worker has heard its HUP is still its own (it
+        -- ends after the jobs it has; CI saw "new v1" once beside two CPU hogs): the
+        -- next job after its successor started, once the two in flight have ended
+        H.wait_until(function()
+            local now = H.children(w.pid)
+            return #now == 1 and now[1] ~= old
+        end, 10, "the fresh worker")
+        assert.are.equal(2, #finished(), "the jobs in flight ended first")
         H.push(H.class_payload("App\\Jobs\\Versioned", { id = "new" }))
         H.wait_until(function() return #finished() == 3 end, 20, "the three jobs")
         local got = finished()
