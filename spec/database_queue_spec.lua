@@ -68,6 +68,17 @@ local function contract(server)
         assert.are.equal(0, count())
     end)
 
+    it("deletes a job that ends while the worker waits for another at once, not after --sleep",
+        function()
+        push("slow-alone")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=2", "--sleep=6" },
+            { env = env() })
+        H.wait_until(function() return #runs() == 1 end, 15, "the job to run: " .. w:stderr())
+        local ok = pcall(H.wait_until, function() return count() == 0 end, 2)
+        w:stop()
+        assert.is_true(ok, "the row of the job that ended is still there")
+    end)
+
     it("pushes Laravel's database payload: no id and no attempts, the row's id the job's", function()
         local id = push(4)
         local payload = cjson.decode(server.sql("select payload from jobs where id = " .. id))
