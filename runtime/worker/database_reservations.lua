@@ -189,6 +189,10 @@ function M.wait()
     idle = false
 end
 
+-- What the worker says when give_back_held or retire raised (the jobs whose deletes
+-- were not written run again after retry_after).
+M.GIVE_BACK_FAILED = "could not delete the jobs that ended, which run again after retry_after"
+
 -- Nothing is reserved ahead, so nothing goes back but the deletes not yet written;
 -- no other worker's jobs need recovering (an expired reservation is popped again).
 M.give_back_held = flush_deletes
