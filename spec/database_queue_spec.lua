@@ -306,6 +306,13 @@ describe("the database queue on SQLite", function()
     }
     contract(server)
 
+    it("refuses to start, naming the table, when the jobs table is not there", function()
+        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--stop-when-empty" },
+            { env = server.env({ DB_QUEUE_TABLE = "no_such_jobs" }) })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("cannot start: the database queue's table no_such_jobs: [^\n]*no such table", r.stderr)
+    end)
+
     it("stops on PHP's queue:restart in the app's file cache store (Laravel 8's default)", function()
         local e = server.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "file" })
         local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.1",

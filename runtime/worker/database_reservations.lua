@@ -4,16 +4,17 @@
 --
 -- A pop reserves one row and charges its attempt in the database (the row's
 -- attempts), so the worker pops a job only when it can start it at once: one per
--- free slot of --concurrency, nothing reserved ahead, nothing to give back. The
--- delete of a job that ended goes with the next pop, in its transaction (one commit
--- a job, not two: each commit is a sync of the database's disk), or before the
--- worker waits for a job, holds or stops, whichever comes first (a job that ends
--- while the worker waits for one has its delete written at once); a worker that dies
--- in between leaves such a job reserved, to run again after retry_after (as a
--- Redis worker that dies before its delete is written). A job
--- whose worker died stays reserved until retry_after, then the next pop takes it
--- again, attempts counted, by Laravel's own rules; no heartbeat is needed. An idle
--- worker looks again every --sleep seconds, as queue:work does.
+-- free slot of --concurrency, nothing reserved ahead, nothing to give back, no
+-- heartbeat. A job whose worker died stays reserved until retry_after; then the next
+-- pop takes it again, its attempt counted, by Laravel's own rules. An idle worker
+-- looks again every --sleep seconds, as queue:work does.
+--
+-- The delete of a job that ended goes with the next pop, in its transaction (one
+-- commit a job, not two: each commit is a sync of the database's disk), or before
+-- the worker waits for a job, holds or stops, whichever comes first (a job that ends
+-- while the worker waits has its delete written at once). A worker that dies in
+-- between leaves such a job reserved, to run again after retry_after, as a Redis
+-- worker that dies before its delete is written.
 --
 -- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
 -- is waited out, said once when it starts and once when it ends: a pop, a delete or
@@ -51,8 +52,8 @@ function M.settings(cli_options, given)
 end
 
 -- Raises when the jobs table cannot be used for a lasting reason (no table, a
--- column missing, a login refused); a database that cannot be reached now is
--- waited out by the first pop.
+-- column missing); a database that cannot be reached now is waited out by the
+-- first pop.
 function M.setup()
     options = settings.options
     jobs_table = database_queue.new(M.settings(options, settings.given or {}))
