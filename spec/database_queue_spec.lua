@@ -68,6 +68,17 @@ local function contract(server)
         assert.are.equal(0, count())
     end)
 
+    it("deletes a job that ends while the worker waits for another at once, not after --sleep",
+        function()
+        push("slow-alone")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=2", "--sleep=6" },
+            { env = env() })
+        H.wait_until(function() return #runs() == 1 end, 15, "the job to run: " .. w:stderr())
+        local ok = pcall(H.wait_until, function() return count() == 0 end, 2)
+        w:stop()
+        assert.is_true(ok, "the row of the job that ended is still there")
+    end)
+
     it("pushes Laravel's database payload: no id and no attempts, the row's id the job's", function()
         local id = push(4)
         local payload = cjson.decode(server.sql("select payload from jobs where id = " .. id))
@@ -294,6 +305,13 @@ describe("the database queue on SQLite", function()
         sql = function(sql) return H.sqlite(file, sql) end,
     }
     contract(server)
+
+    it("refuses to start, naming the table, when the jobs table is not there", function()
+        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--stop-when-empty" },
+            { env = server.env({ DB_QUEUE_TABLE = "no_such_jobs" }) })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("cannot start: the database queue's table no_such_jobs: [^\n]*no such table", r.stderr)
+    end)
 
     it("stops on PHP's queue:restart in the app's file cache store (Laravel 8's default)", function()
         local e = server.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "file" })

@@ -104,14 +104,26 @@ function Queue:push(q, payload, delay)
     return insert(self, q, payload, host.now() + (delay or 0), 0)
 end
 
+-- Deletes the rows of ids (a list) on d, in up to 500 a statement.
+local function delete_rows(self, d, ids)
+    for first = 1, #ids, 500 do
+        local batch = {}
+        for i = first, math.min(#ids, first + 499) do batch[#batch + 1] = ids[i] end
+        d:delete("delete from " .. self.table .. " where id in (?" .. string.rep(", ?", #batch - 1) .. ")",
+            batch)
+    end
+end
+
 -- Laravel's pop: in one transaction, the first row of q by id that can be popped,
 -- locked, then reserved now with its attempts counted. Returns the job's record
 -- {id =, queue =, payload =, attempts = (counting this one), reserved_at =}, or nil
--- when q has none.
-function Queue:pop(q)
+-- when q has none. deletes (optional): ids of jobs that ended, deleted first in the
+-- same transaction (Laravel's deleteReserved of each; one commit instead of two).
+function Queue:pop(q, deletes)
     local lock = self:lock_clause()
     local now = host.now()
     return self.db:transaction(function(d)
+        if deletes and #deletes > 0 then delete_rows(self, d, deletes) end
         local row = d:select("select id, attempts, payload from " .. self.table
             .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
             .. "(reserved_at <= ?)) order by id asc limit 1" .. lock,
@@ -127,6 +139,11 @@ end
 -- Laravel's deleteReserved: the job's row goes. Returns whether it was there.
 function Queue:delete_reserved(_, id)
     return self.db:delete("delete from " .. self.table .. " where id = ?", { id }) > 0
+end
+
+-- deleteReserved of each of ids (a list), in one transaction.
+function Queue:delete_many(ids)
+    self.db:transaction(function(d) delete_rows(self, d, ids) end)
 end
 
 -- Laravel's deleteAndRelease: in one transaction the job's row goes and the job comes

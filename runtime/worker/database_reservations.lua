@@ -4,10 +4,17 @@
 --
 -- A pop reserves one row and charges its attempt in the database (the row's
 -- attempts), so the worker pops a job only when it can start it at once: one per
--- free slot of --concurrency, nothing reserved ahead, nothing to give back. A job
--- whose worker died stays reserved until retry_after, then the next pop takes it
--- again, attempts counted, by Laravel's own rules; no heartbeat is needed. An idle
--- worker looks again every --sleep seconds, as queue:work does.
+-- free slot of --concurrency, nothing reserved ahead, nothing to give back, no
+-- heartbeat. A job whose worker died stays reserved until retry_after; then the next
+-- pop takes it again, its attempt counted, by Laravel's own rules. An idle worker
+-- looks again every --sleep seconds, as queue:work does.
+--
+-- The delete of a job that ended goes with the next pop, in its transaction (one
+-- commit a job, not two: each commit is a sync of the database's disk), or before
+-- the worker waits for a job, holds or stops, whichever comes first (a job that ends
+-- while the worker waits has its delete written at once). A worker that dies in
+-- between leaves such a job reserved, to run again after retry_after, as a Redis
+-- worker that dies before its delete is written.
 --
 -- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
 -- is waited out, said once when it starts and once when it ends: a pop, a delete or
@@ -22,6 +29,7 @@ local database_queue = require "luaworker.queue.database_queue"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
+local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
 local paused = require("luaworker.worker.queue_paused").paused
 
@@ -44,8 +52,8 @@ function M.settings(cli_options, given)
 end
 
 -- Raises when the jobs table cannot be used for a lasting reason (no table, a
--- column missing, a login refused); a database that cannot be reached now is
--- waited out by the first pop.
+-- column missing); a database that cannot be reached now is waited out by the
+-- first pop.
 function M.setup()
     options = settings.options
     jobs_table = database_queue.new(M.settings(options, settings.given or {}))
@@ -86,8 +94,22 @@ end
 function M.id(job) return job:reserved_body().id end
 function M.attempts(job) return job:reserved_body().attempts end
 
+local deletes = {}  -- ids of the jobs that ended, whose rows go with the next pop
+
 function M.delete(job)
-    waited_out(function() jobs_table:delete_reserved(job:queue(), job:reserved_body().id) end)
+    deletes[#deletes + 1] = job:reserved_body().id
+end
+
+-- Writes the deletes not yet written (before the worker waits, holds or stops).
+local function flush_deletes()
+    if #deletes == 0 then return end
+    local ids = deletes
+    deletes = {}
+    local ok, err = pcall(waited_out, function() jobs_table:delete_many(ids) end)
+    if not ok then
+        for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
+        error(err, 0)
+    end
 end
 
 function M.release(job, delay)
@@ -97,7 +119,18 @@ function M.release(job, delay)
 end
 function M.start() return true end
 function M.running() end
-function M.finished() end
+
+local idle = false  -- the worker waits for a job (M.wait): no pop is coming soon
+
+-- A job in flight ended: its delete (if any) waits for the next pop, unless the
+-- worker waits for a job; then it is written now, in a task of its own (an error is
+-- logged; the delete is tried again with the next pop).
+function M.finished()
+    if not idle or #deletes == 0 then return end
+    task.spawn(function(_, ok, err)
+        if not ok then output.error("cannot delete the jobs that ended: " .. tostring(err.message or err)) end
+    end, nil, flush_deletes)
+end
 
 -- What a failed-job store calls to remove a job of this form: the row goes; for
 -- luaworker's Redis store, its record is written first (no reservation there).
@@ -132,7 +165,13 @@ function M.next_job(queues)
     events.fire("popping", nil, nil, { queue = options.queue_list })
     for _, q in ipairs(queues) do
         if not paused(q) then
-            local record = waited_out(function() return jobs_table:pop(q) end)
+            local ids = deletes
+            deletes = {}
+            local ok, record = pcall(waited_out, function() return jobs_table:pop(q, ids) end)
+            if not ok then
+                for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
+                error(record, 0)
+            end
             if record then
                 local job = job_of(q, record)
                 events.fire("popped", job)
@@ -145,13 +184,20 @@ end
 
 -- No job: wait --sleep seconds (a stop signal ends it), as queue:work sleeps.
 function M.wait()
+    flush_deletes()
+    idle = true
     host.sleep(options.sleep > 0 and options.sleep or 1, true)
+    idle = false
 end
 
--- Nothing is reserved ahead, so nothing goes back; no other worker's jobs need
--- recovering (an expired reservation is popped again).
-function M.give_back_held() end
-function M.retire() end
+-- What the worker says when give_back_held or retire raised (the jobs whose deletes
+-- were not written run again after retry_after).
+M.GIVE_BACK_FAILED = "could not delete the jobs that ended, which run again after retry_after"
+
+-- Nothing is reserved ahead, so nothing goes back but the deletes not yet written;
+-- no other worker's jobs need recovering (an expired reservation is popped again).
+M.give_back_held = flush_deletes
+M.retire = flush_deletes
 function M.recover_predecessor() return {} end
 function M.recover_dead_workers() end
 function M.report_send_errors() end

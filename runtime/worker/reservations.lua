@@ -78,6 +78,10 @@ local batch_size = 1
 local running = { first = 1, last = 0, newest = nil }
 local ended = {}
 
+-- What the worker says when give_back_held or retire raised.
+M.GIVE_BACK_FAILED = "could not give back the jobs reserved ahead, which come back once this "
+    .. "worker's heartbeat is gone"
+
 -- Starts the heartbeat of this process on each of its queues.
 function M.setup()
     options = settings.options

@@ -23,6 +23,7 @@ local database_queue = require "luaworker.queue.database_queue"
 local idle = require "luaworker.worker.idle"
 local settings = require "luaworker.base.settings"
 local backoff = require "luaworker.base.backoff"
+local values = require "luaworker.base.values"
 
 local M = {}
 
@@ -149,8 +150,8 @@ end
 local function give_back(how)
     local ok, err = task.run(how)
     if not ok then
-        output.error("could not give back the jobs reserved ahead, which come back once this "
-            .. "worker's heartbeat is gone: " .. tostring(redis.is_error(err) and err.message or err))
+        output.error(reservations.GIVE_BACK_FAILED .. ": "
+            .. tostring((redis.is_error(err) or values.is_exception(err)) and err.message or err))
     end
     reservations.report_send_errors()
 end
