@@ -104,4 +104,73 @@ function L12.artisan(args, extra_env)
     return run(full, extra_env, 120)
 end
 
+-- The job both specs against Laravel 12 run, in PHP (the body of App\Jobs\Recorded,
+-- for L12.job) and as its Lua handler.
+-- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),
+-- then does what its action says: "release" releases it for 3 s on its first
+-- attempt, "release_now" for 0 s, "slow" takes 10 ms, "fail" fails it.
+L12.RECORDED_PHP = [[
+    public $tries = 2;
+    public $tag;
+    public $action;
+
+    public function __construct($tag = null, $action = 'ok')
+    {
+        $this->tag = $tag;
+        $this->action = $action;
+    }
+
+    public function handle()
+    {
+        \Illuminate\Support\Facades\Redis::rpush('spec:ran', json_encode(
+            ['by' => 'php', 'tag' => $this->tag, 'attempt' => $this->attempts()]));
+        if ($this->action === 'release' && $this->attempts() === 1) {
+            $this->release(3);
+        } elseif ($this->action === 'release_now' && $this->attempts() === 1) {
+            $this->release(0);
+        } elseif ($this->action === 'slow') {
+            usleep(10000);
+        } elseif ($this->action === 'fail') {
+            $this->fail(new \RuntimeException('boom'));
+        }
+    }
+]]
+
+L12.RECORDED_LUA = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
+        { by = "lua", tag = command.tag, attempt = job:attempts() }))
+    if command.action == "release" and job:attempts() == 1 then
+        job:release(3)
+    elseif command.action == "release_now" and job:attempts() == 1 then
+        job:release(0)
+    elseif command.action == "slow" then
+        luaworker.sleep(0.01)
+    elseif command.action == "fail" then
+        job:fail(luaworker.exception("RuntimeException", "boom"))
+    end
+end }
+]]
+
+-- The runs App\Jobs\Recorded recorded, oldest first: {by =, tag =, attempt =}.
+function L12.runs()
+    local out = {}
+    for _, r in ipairs(H.r("LRANGE", H.prefix .. "spec:ran", 0, -1)) do out[#out + 1] = H.json.decode(r) end
+    return out
+end
+
+-- The attempts each tag ran (sorted), by tag, and how many runs each worker made:
+-- seen, {php =, lua =}.
+function L12.runs_by_tag()
+    local seen, by = {}, { php = 0, lua = 0 }
+    for _, r in ipairs(L12.runs()) do
+        seen[r.tag] = seen[r.tag] or {}
+        seen[r.tag][#seen[r.tag] + 1] = r.attempt
+        by[r.by] = by[r.by] + 1
+    end
+    for _, attempts in pairs(seen) do table.sort(attempts) end
+    return seen, by
+end
+
 return L12

@@ -10,54 +10,8 @@ local H = require "spec.helpers"
 local L12 = require "spec.laravel12"
 
 local app, missing = L12.app()
-local RAN = H.prefix .. "spec:ran"
-
--- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),
--- then does what its action says: "release" releases it for 3 s on its first
--- attempt, "fail" fails it.
-local PHP_JOB = [[
-    public $tries = 2;
-    public $tag;
-    public $action;
-
-    public function __construct($tag = null, $action = 'ok')
-    {
-        $this->tag = $tag;
-        $this->action = $action;
-    }
-
-    public function handle()
-    {
-        \Illuminate\Support\Facades\Redis::rpush('spec:ran', json_encode(
-            ['by' => 'php', 'tag' => $this->tag, 'attempt' => $this->attempts()]));
-        if ($this->action === 'release' && $this->attempts() === 1) {
-            $this->release(3);
-        } elseif ($this->action === 'fail') {
-            $this->fail(new \RuntimeException('boom'));
-        }
-    }
-]]
-
-local LUA_JOB = [[
-local luaworker = require "luaworker"
-return { handle = function(job, command)
-    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
-        { by = "lua", tag = command.tag, attempt = job:attempts() }))
-    if command.action == "release" and job:attempts() == 1 then
-        job:release(3)
-    elseif command.action == "fail" then
-        job:fail(luaworker.exception("RuntimeException", "boom"))
-    end
-end }
-]]
 
 local handlers, database
-
-local function runs()
-    local out = {}
-    for _, r in ipairs(H.r("LRANGE", RAN, 0, -1)) do out[#out + 1] = H.json.decode(r) end
-    return out
-end
 
 -- Both workers' environment: the database queue and failed jobs in the app's SQLite,
 -- the cache in Redis (the app's config/cache.php).
@@ -118,8 +72,8 @@ describe("luaworker beside a real Laravel 12 worker on the database queue", func
 
     setup(function()
         add_database_connection()
-        L12.job("Recorded", PHP_JOB)
-        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = LUA_JOB })
+        L12.job("Recorded", L12.RECORDED_PHP)
+        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = L12.RECORDED_LUA })
         database = H.tmpdir() .. "/database.sqlite"
         assert(os.execute("sqlite3 " .. H.quote(database) .. " < " .. H.quote(app .. "/database/schema.sql")))
         -- the jobs table as Laravel 12's queue:table migration makes it on SQLite
@@ -180,14 +134,9 @@ for ($i = 1; $i <= 40; $i++) {
         -- the rest, the released jobs due 3 s after their release
         H.wait_until(function()
             luaworker({ "--stop-when-empty" })
-            return #runs() == 45 and sqlite("select id from jobs") == ""
+            return #L12.runs() == 45 and sqlite("select id from jobs") == ""
         end, 30, "every job to run")
-        local seen, by = {}, { php = 0, lua = 0 }
-        for _, r in ipairs(runs()) do
-            seen[r.tag] = seen[r.tag] or {}
-            seen[r.tag][#seen[r.tag] + 1] = r.attempt
-            by[r.by] = by[r.by] + 1
-        end
+        local seen, by = L12.runs_by_tag()
         for i = 1, 40 do
             local tag = "t" .. i
             table.sort(seen[tag] or {})

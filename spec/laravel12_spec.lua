@@ -8,62 +8,8 @@ local L12 = require "spec.laravel12"
 
 local app, missing = L12.app()
 local QUEUE = H.prefix .. "queues:default"
-local RAN = H.prefix .. "spec:ran"
-
--- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),
--- then does what its action says: "release" releases it for 3 s on its first
--- attempt, "release_now" for 0 s, "slow" takes 10 ms, "fail" fails it.
-local PHP_JOB = [[
-    public $tries = 2;
-    public $tag;
-    public $action;
-
-    public function __construct($tag = null, $action = 'ok')
-    {
-        $this->tag = $tag;
-        $this->action = $action;
-    }
-
-    public function handle()
-    {
-        \Illuminate\Support\Facades\Redis::rpush('spec:ran', json_encode(
-            ['by' => 'php', 'tag' => $this->tag, 'attempt' => $this->attempts()]));
-        if ($this->action === 'release' && $this->attempts() === 1) {
-            $this->release(3);
-        } elseif ($this->action === 'release_now' && $this->attempts() === 1) {
-            $this->release(0);
-        } elseif ($this->action === 'slow') {
-            usleep(10000);
-        } elseif ($this->action === 'fail') {
-            $this->fail(new \RuntimeException('boom'));
-        }
-    }
-]]
-
-local LUA_JOB = [[
-local luaworker = require "luaworker"
-return { handle = function(job, command)
-    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
-        { by = "lua", tag = command.tag, attempt = job:attempts() }))
-    if command.action == "release" and job:attempts() == 1 then
-        job:release(3)
-    elseif command.action == "release_now" and job:attempts() == 1 then
-        job:release(0)
-    elseif command.action == "slow" then
-        luaworker.sleep(0.01)
-    elseif command.action == "fail" then
-        job:fail(luaworker.exception("RuntimeException", "boom"))
-    end
-end }
-]]
 
 local handlers, database
-
-local function runs()
-    local out = {}
-    for _, r in ipairs(H.r("LRANGE", RAN, 0, -1)) do out[#out + 1] = H.json.decode(r) end
-    return out
-end
 
 -- The worker environment of both: the app's Redis names, failed jobs in its SQLite.
 local function env()
@@ -111,8 +57,8 @@ describe("luaworker beside a real Laravel 12 worker", function()
     end
 
     setup(function()
-        L12.job("Recorded", PHP_JOB)
-        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = LUA_JOB })
+        L12.job("Recorded", L12.RECORDED_PHP)
+        handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = L12.RECORDED_LUA })
         database = H.tmpdir() .. "/database.sqlite"
         assert(os.execute("sqlite3 " .. H.quote(database) .. " < " .. H.quote(app .. "/database/schema.sql")))
     end)
@@ -161,10 +107,10 @@ describe("luaworker beside a real Laravel 12 worker", function()
         dispatch([[App\Jobs\Recorded::dispatch('s1', 'release_now');]])
         local state = snapshot()
         php_worker({ "--stop-when-empty" })
-        local php = runs()
+        local php = L12.runs()
         restore(state)
         luaworker({ "--stop-when-empty" })
-        local lua = runs()
+        local lua = L12.runs()
         assert.are.same({ { 1, 2 }, { 1, 2 } }, { { php[1].attempt, php[2] and php[2].attempt },
             { lua[1].attempt, lua[2] and lua[2].attempt } })
         assert.are.same({ 0, 0 }, { H.r("ZCARD", QUEUE .. ":delayed"), H.r("LLEN", QUEUE) })
@@ -184,12 +130,7 @@ for ($i = 1; $i <= 600; $i++) {
         assert.are.equal(0, lua:wait(120), lua:stderr())
         -- the PHP worker may have stopped first: what is left runs in luaworker
         luaworker({ "--stop-when-empty" })
-        local seen, by = {}, { php = 0, lua = 0 }
-        for _, r in ipairs(runs()) do
-            seen[r.tag] = seen[r.tag] or {}
-            seen[r.tag][#seen[r.tag] + 1] = r.attempt
-            by[r.by] = by[r.by] + 1
-        end
+        local seen, by = L12.runs_by_tag()
         for i = 1, 600 do
             local tag = "m" .. i
             local want = i % 10 == 0 and { 1, 2 } or { 1 }
