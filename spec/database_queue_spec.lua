@@ -1,7 +1,7 @@
 -- Laravel's database queue (luaworker work database): the jobs table of the Laravel 8
 -- app (examples/laravel, its migration as `queue:table` writes it) on a real SQLite
 -- file, MariaDB and PostgreSQL server, with PHP's own jobs:dispatch and queue:work
--- beside luaworker where PHP has the server's PDO driver (SQLite, MariaDB).
+-- beside luaworker on each.
 local H = require "spec.helpers"
 local cjson = H.json
 
@@ -292,7 +292,7 @@ describe("the database queue on SQLite", function()
     -- locked" at once whenever another process holds the write lock (SQLite does not
     -- wait where waiting could deadlock), and Laravel then leaves the job it ran
     -- reserved, to run again after retry_after; two PHP workers do the same to each
-    -- other. The mixed fleet runs on MariaDB below.
+    -- other. The mixed fleet runs on MariaDB and PostgreSQL below.
     local server = {
         php = true,
         key_column = '"key"',
@@ -399,21 +399,11 @@ end)
 
 describe("the database queue on PostgreSQL", function()
     local pg
-    local server = { key_column = '"key"', literal = standard_literal }
+    local server = { php = true, mixed = true, key_column = '"key"', literal = standard_literal }
     setup(function()
+        H.laravel_setup()
         pg = H.postgresql()
-        -- the tables as Laravel's migrations make them on PostgreSQL (Debian's PHP has
-        -- no pdo_pgsql to run them)
-        pg.psql("create table jobs (id bigserial primary key, queue varchar(255) not null, "
-            .. "payload text not null, attempts smallint not null, reserved_at integer, "
-            .. "available_at integer not null, created_at integer not null); "
-            .. "create index jobs_queue_index on jobs (queue); "
-            .. "create table failed_jobs (id bigserial primary key, uuid varchar(255) not null unique, "
-            .. "connection text not null, queue text not null, payload text not null, "
-            .. "exception text not null, failed_at timestamp(0) without time zone default CURRENT_TIMESTAMP not null); "
-            .. "create table cache (key varchar(255) primary key, value text not null, expiration integer not null); "
-            .. "create table cache_locks (key varchar(255) primary key, owner varchar(255) not null, "
-            .. "expiration integer not null)")
+        H.artisan({ "migrate", "--force" }, pg.env())
     end)
     teardown(function() if pg then pg.remove() end end)
 
