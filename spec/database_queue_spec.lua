@@ -410,4 +410,96 @@ describe("the database queue on PostgreSQL", function()
     function server.env(extra) return pg.env(extra) end
     function server.sql(sql) return pg.psql(sql) end
     contract(server)
+
+    describe("with luaworker notify install", function()
+        local socket = require "socket"
+        local e
+        local function notify(what)
+            return H.run({ "notify", what }, { env = e })
+        end
+        -- the connections that LISTEN (luaworker.db.listener's)
+        local function listening()
+            return tonumber(pg.psql("select count(*) from pg_stat_activity where query ilike 'listen%'")
+                :match("%d+"))
+        end
+        local function push(n, q)
+            local args = { "push", "App\\Jobs\\Simple", cjson.encode({ n = n }) }
+            if q then args[#args + 1] = "--queue=" .. q end
+            local r = H.run(args, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        local workers = H.worker_set()
+        before_each(function()
+            H.flush()
+            e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database" })
+            pg.psql("delete from jobs")
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+        end)
+        after_each(function()
+            workers.stop_all()
+            notify("remove")
+        end)
+
+        it("adds a function and a trigger, saying so, and remove takes both away", function()
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("function luaworker_notify_jobs%(%): NOTIFY luaworker_jobs", r.stdout)
+            assert.matches("trigger luaworker_notify on jobs: after insert, for each row", r.stdout)
+            assert.are.equal("1", pg.psql("select count(*) from pg_trigger where tgname = 'luaworker_notify' "
+                .. "and tgrelid = 'jobs'::regclass"):match("%d+"))
+            r = notify("remove")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("Removed from the database of the connection pgsql: trigger luaworker_notify on "
+                .. "jobs and function luaworker_notify_jobs%(%)", r.stdout)
+            assert.are.equal("0", pg.psql("select count(*) from pg_trigger where tgname = 'luaworker_notify'")
+                :match("%d+"))
+            assert.are.equal("0", pg.psql("select count(*) from pg_proc where proname = 'luaworker_notify_jobs'")
+                :match("%d+"))
+        end)
+
+        it("starts a job pushed to an idle worker at once, not after --sleep; a push to another queue "
+            .. "does not wake it", function()
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=60",
+                "--queue=default" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            H.sleep(0.3)  -- its first look done, its wait begun
+            local started = socket.gettime()
+            push("now")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run")
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+            -- a job of another queue: the worker keeps waiting, and a second one of its own still wakes it
+            push("other", "other")
+            push("second")
+            H.wait_until(function() return #runs() == 2 end, 10, "the second job to run")
+            assert.are.equal("second", runs()[2].props.n)
+            assert.are.equal("1", pg.psql("select count(*) from jobs where queue = 'other'"):match("%d+"))
+            -- a stop signal ends the wait at once
+            w:kill("TERM")
+            assert.are.equal(0, w:wait(5), w:stderr())
+            assert.are.equal("", w:stderr())
+        end)
+
+        it("listens again after its connection is ended, and polls meanwhile", function()
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=5" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            pg.psql("select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%'")
+            push("after")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run: " .. w:stderr())
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen again")
+            local started = socket.gettime()
+            push("again")
+            H.wait_until(function() return #runs() == 2 end, 10, "the job to run")
+            assert.is_nil(w:status())
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+        end)
+    end)
+
+    it("refuses notify install where the queue's connection is not PostgreSQL's, naming it", function()
+        local r = H.run({ "notify", "install" }, { env = { QUEUE_CONNECTION = "database", DB_CONNECTION = "sqlite",
+            DB_DATABASE = "/nonexistent/x.sqlite" } })
+        assert.are.equal(2, r.status)
+        assert.are.equal("luaworker: notify install: LISTEN/NOTIFY is PostgreSQL's: the database queue's "
+            .. "connection sqlite is sqlite (its workers look for jobs every --sleep seconds)\n", r.stderr)
+    end)
 end)

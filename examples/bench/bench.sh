@@ -31,6 +31,7 @@ cleanup() {
     for pid in "${bg_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
     private_redis_stop "$tmp"
     [ -z "${private_mariadb_port:-}" ] || private_mariadb_stop "$tmp"
+    private_postgresql_stop "$tmp"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -351,7 +352,7 @@ io_bound php.sql $(( IO_JOBS / 10 )) SqlBound "${sql_env[@]}" php examples/larav
     "${PHP_FAST[@]}"
 sql_rows php.sql $(( IO_JOBS / 10 ))
 
-echo "== the database queue (SQLite), $DB_JOBS no-op jobs, and push-to-start latency"
+echo "== the database queue (SQLite, PostgreSQL), $DB_JOBS no-op jobs, and push-to-start latency"
 database_queue_bench
 
 echo "== CPU-bound handler: $CPU_JOBS jobs"

@@ -1,10 +1,11 @@
 -- luaworker.commands: the operator commands (failed, retry, forget, flush, push,
--- size, clear, restart), with Laravel's artisan wording where artisan has one.
+-- size, clear, notify, restart), with Laravel's artisan wording where artisan has one.
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local cache = require "luaworker.queue.cache"
 local queue = require "luaworker.queue"
 local database_queue = require "luaworker.queue.database_queue"
+local database_notifications = require "luaworker.queue.database_notifications"
 local failed_jobs = require "luaworker.queue.failed_jobs"
 local dispatch = require "luaworker.queue.dispatch"
 local text = require("luaworker.base.log").text
@@ -248,6 +249,25 @@ function M.clear(cli, config)
     local q = queue_name(cli, config, connection)
     local n = queue_of(connection):clear(q)
     say(string.format("Cleared %d jobs from the [%s] queue", n, q))
+    return 0
+end
+
+-- notify install | remove: the database queue's LISTEN/NOTIFY trigger on PostgreSQL
+-- (queue/database_notifications.lua), saying what it added or took away.
+function M.notify(cli)
+    local what = cli.args[1]
+    if what ~= "install" and what ~= "remove" then
+        complain("notify: expected install or remove, got '", what, "'")
+        return 2
+    end
+    local q = database_queue.new(database_queue.settings())
+    local ok, lines = pcall(database_notifications[what], q)
+    if not ok then
+        -- 2 for a connection that is not PostgreSQL's (bad input), 1 for the database's error
+        complain("notify ", what, ": ", tostring(type(lines) == "table" and lines.message or lines))
+        return type(lines) == "table" and 1 or 2
+    end
+    for _, line in ipairs(lines) do say(line) end
     return 0
 end
 

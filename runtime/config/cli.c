@@ -103,6 +103,9 @@ static const struct cli_command commands[] = {
      "push a Laravel-format job (json-data: the job's properties, or a string job's data)", push_options},
     {"size", "[connection]", 0, 1, "print pending, delayed and reserved counts of a queue", queue_options},
     {"clear", "[connection]", 0, 1, "delete all jobs of a queue", queue_options},
+    {"notify", "install | remove", 1, 1,
+     "on PostgreSQL: add (or take away) the trigger that wakes idle workers of the database queue "
+     "when a job is pushed", common_options},
     {"restart", "", 0, 0, "tell every worker (luaworker or queue:work) to exit after its current job", common_options},
     {"lua", "<file> [args...]", 1, CLI_MAX_ARGS, "run a Lua file inside luaworker's runtime (require \"luaworker\" works)", common_options},
     {NULL, NULL, 0, 0, NULL, NULL},

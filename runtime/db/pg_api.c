@@ -16,7 +16,8 @@ const struct pg_api *pg_api_get(char *err, size_t errlen)
         FN(isBusy), FN(getResult), FN(resultStatus), FN(resultErrorField),
         FN(resultErrorMessage), FN(ntuples), FN(nfields), FN(fname), FN(ftype), FN(getisnull),
         FN(getvalue), FN(getlength), FN(cmdTuples), FN(clear), FN(backendPID),
-        FN(transactionStatus), FN(setNoticeProcessor), FN(setSingleRowMode),
+        FN(transactionStatus), FN(setNoticeProcessor), FN(setSingleRowMode), FN(notifies),
+        FN(freemem),
 #undef FN
     };
     if (lazy_lib_load(&libpq, symbols, sizeof symbols / sizeof symbols[0], err, errlen))

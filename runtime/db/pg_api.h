@@ -41,6 +41,8 @@ struct pg_api {
     PGTransactionStatusType (*transactionStatus)(const PGconn *conn);
     PQnoticeProcessor (*setNoticeProcessor)(PGconn *conn, PQnoticeProcessor proc, void *arg);
     int (*setSingleRowMode)(PGconn *conn);
+    PGnotify *(*notifies)(PGconn *conn);
+    void (*freemem)(void *ptr);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

@@ -21,6 +21,8 @@ struct pg_conn {
     ev_io io;
     struct vm_waiter *w;          /* the task's wait under way, or NULL */
     int connecting;                 /* PQconnectPoll still drives it */
+    int listening;                  /* a task waits for notifications (host.pg_notified) */
+    PGnotify *first;                /* the notification that ended that wait, not yet handed over */
     PGresult *result;               /* the query's: its first error, else its last */
     struct pg_rows rows;            /* the query's rows, read one at a time */
 };
@@ -40,8 +42,12 @@ static void watch(struct pg_conn *c, int events)
 static void close_conn(struct pg_conn *c)
 {
     pg_rows_free(&c->rows);
+    c->listening = 0;
     if (!c->conn)
         return;
+    if (c->first)
+        c->pq->freemem(c->first);
+    c->first = NULL;
     stop_io(c);
     if (c->result)
         c->pq->clear(c->result);
@@ -179,12 +185,81 @@ static void read_results(struct pg_conn *c)
     watch(c, EV_READ);
 }
 
+/* LISTEN: a task waits on a connection for its notifications, which libpq keeps as
+ * they come (with a statement's results too) until PQnotifies hands them over. */
+
+/* Pushes a list of the payloads of the notifications libpq kept (freeing each),
+ * oldest first; an empty list when there were none. */
+static int push_notifications(lua_State *L, void *data)
+{
+    struct pg_conn *c = data;
+    lua_newtable(L);
+    if (!c->conn)
+        return 1;
+    PGnotify *n = c->first;
+    c->first = NULL;
+    for (int i = 1; n || (n = c->pq->notifies(c->conn)); i++) {
+        lua_pushstring(L, n->extra);
+        c->pq->freemem(n);
+        lua_rawseti(L, -2, i);
+        n = NULL;
+    }
+    return 1;
+}
+
+static const struct vm_pusher notifications_pusher = { push_notifications, push_too_big };
+
+/* Ends the LISTEN wait under way with the notifications kept (none at its deadline
+ * or a signal), or with a connection's failure (error: the connection is closed). */
+static void end_listening(struct pg_conn *c, const char *error)
+{
+    struct vm_waiter *w = c->w;
+    struct vm *h = c->h;
+    c->listening = 0;
+    c->w = NULL;
+    stop_io(c);
+    if (error) {
+        struct outcome o = { 0, c->pq, NULL, &c->rows, error, 0 };
+        double ticket = w->ticket;
+        vm_waiter_drop(w);
+        if (!h->closing && !h->finished)
+            vm_resume_with(h, ticket, &outcome_pusher, &o, 0);
+        close_conn(c);
+        return;
+    }
+    double ticket = w->ticket;
+    vm_waiter_drop(w);
+    if (!h->closing && !h->finished)
+        vm_resume_with(h, ticket, &notifications_pusher, c, 0);
+}
+
+/* Reads what came on a connection a task listens on: ends the wait once a
+ * notification is kept, or the connection failed. */
+static void read_notifications(struct pg_conn *c)
+{
+    const struct pg_api *pq = c->pq;
+    if (!pq->consumeInput(c->conn)) {
+        end_listening(c, pq->errorMessage(c->conn));
+        return;
+    }
+    PGnotify *n = pq->notifies(c->conn);
+    if (!n)
+        return;
+    /* handed over first by push_notifications: libpq keeps the rest in order */
+    c->first = n;
+    end_listening(c, NULL);
+}
+
 static void on_io(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
     (void)revents;
     struct pg_conn *c = io->data;
     const struct pg_api *pq = c->pq;
+    if (c->listening) {
+        read_notifications(c);
+        return;
+    }
     if (c->connecting) {
         switch (pq->connectPoll(c->conn)) {
         case PGRES_POLLING_READING:
@@ -343,6 +418,42 @@ static int l_host_pg_query(lua_State *L)
     return wait_on(L, c, EV_READ | EV_WRITE);
 }
 
+static void listening_ended(struct vm_waiter *w)
+{
+    end_listening(w->data, NULL);
+}
+
+/* host.pg_notified(connection, seconds) -> {payload...} | (false, message,
+ * "connection"): the payloads of the notifications of the channels the connection
+ * LISTENs to, oldest first, once at least one came; an empty list when seconds
+ * passed first or a signal (stop, CONT, HUP) ended the wait. Yields unless some
+ * had come already. A failed connection is closed. */
+static int l_host_pg_notified(lua_State *L)
+{
+    vm_check_wait(L);
+    struct pg_conn *c = vm_handle(L, 1, PG_META);
+    double seconds = luaL_checknumber(L, 2);
+    if (!c->conn)
+        return luaL_error(L, "the connection is closed");
+    if (c->w)
+        return luaL_error(L, "the connection is busy with another statement");
+    lua_settop(L, 1);  /* keeps the connection alive while the task waits */
+    if (!c->pq->consumeInput(c->conn)) {
+        vm_push_error(L, c->pq->errorMessage(c->conn), "connection");
+        close_conn(c);
+        return 3;
+    }
+    if ((c->first = c->pq->notifies(c->conn)) || !(seconds > 0))
+        return push_notifications(L, c);
+    struct vm_waiter *w = vm_waiter_start(L, c->h, c, cancel_wait);
+    c->w = w;
+    c->listening = 1;
+    w->wakeable = 1;
+    vm_waiter_deadline(w, seconds, listening_ended);
+    watch(c, EV_READ);
+    return vm_yield(L, w->ticket);
+}
+
 /* host.pg_close(connection): ends it (again is harmless). */
 static int l_host_pg_close(lua_State *L)
 {
@@ -397,6 +508,7 @@ static const luaL_Reg functions[] = {
     {"pg_alive", l_host_pg_alive},
     {"pg_backend_pid", l_host_pg_backend_pid},
     {"pg_in_transaction", l_host_pg_in_transaction},
+    {"pg_notified", l_host_pg_notified},
     {NULL, NULL},
 };
 

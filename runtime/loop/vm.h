@@ -40,7 +40,7 @@ struct vm_waiter {
     struct vm *h;
     double ticket;
     ev_timer timer;                 /* a timer's */
-    int wakeable;                   /* a signal ends it early (host.sleep) */
+    int wakeable;                   /* a signal ends it early (host.sleep, a LISTEN wait) */
     void *data;                     /* what its cancel ends (a request, a connection) */
     void (*cancel)(struct vm_waiter *w);  /* ends it, its ticket never brought */
     void (*expire)(struct vm_waiter *w);  /* its deadline's, while one runs */
@@ -185,6 +185,10 @@ struct vm_waiter *vm_waiter_start(lua_State *L, struct vm *h, void *data,
 /* Ends w's wait with expire(w) if it has not ended within seconds (w's timer: for
  * a wait that is not a timer, a connection's set-up). vm_waiter_drop stops it. */
 void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(struct vm_waiter *w));
+
+/* Ends w's wait now as its deadline would (expire(w)), its timer stopped: a wakeable
+ * wait with a deadline that a signal ends early. */
+void vm_waiter_expire(struct vm_waiter *w);
 
 /* Takes w out of h->waits and gives it back (its wait ended, or was cancelled). */
 void vm_waiter_drop(struct vm_waiter *w);

@@ -69,6 +69,14 @@ void vm_waiter_deadline(struct vm_waiter *w, double seconds, void (*expire)(stru
     vm_timer_start(w->h, &w->timer);
 }
 
+void vm_waiter_expire(struct vm_waiter *w)
+{
+    void (*expire)(struct vm_waiter *) = w->expire;
+    ev_timer_stop(w->h->loop, &w->timer);
+    w->expire = NULL;
+    expire(w);
+}
+
 void vm_waiter_drop(struct vm_waiter *w)
 {
     if (w->expire) {

@@ -52,7 +52,8 @@ static struct vm_waiter *start_timer(lua_State *L, struct vm *h, double seconds,
     return w;
 }
 
-/* After a signal: ends every wakeable sleep (each gets false). */
+/* After a signal: ends every wakeable wait, a sleep (it gets false) or a wait with a
+ * deadline (as its deadline would end it). */
 static void wake(struct vm *h)
 {
     /* each resume may start or end timers: look again from the start after each */
@@ -63,7 +64,10 @@ static void wake(struct vm *h)
                 break;
         if (!w || h->finished)
             return;
-        end_timer(w, 0);
+        if (w->expire)
+            vm_waiter_expire(w);
+        else
+            end_timer(w, 0);
     }
 }
 

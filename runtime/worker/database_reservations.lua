@@ -7,7 +7,9 @@
 -- free slot of --concurrency, nothing reserved ahead, nothing to give back, no
 -- heartbeat. A job whose worker died stays reserved until retry_after; then the next
 -- pop takes it again, its attempt counted, by Laravel's own rules. An idle worker
--- looks again every --sleep seconds, as queue:work does.
+-- looks again every --sleep seconds, as queue:work does; on PostgreSQL with the
+-- notify trigger installed (queue/database_notifications.lua, found when the worker
+-- starts) a job pushed to one of its queues ends that wait at once.
 --
 -- The delete of a job that ended goes with the next pop, in its transaction (one
 -- commit a job, not two: each commit is a sync of the database's disk), or before
@@ -26,6 +28,7 @@ local host = require "luaworker.host"
 local db = require "luaworker.db"
 local queue = require "luaworker.queue"
 local database_queue = require "luaworker.queue.database_queue"
+local database_notifications = require "luaworker.queue.database_notifications"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
@@ -42,6 +45,7 @@ M.BATCH_BUDGET = 0.05
 
 local options
 local jobs_table     -- the database_queue over the connection's settings
+local listener       -- the jobs table's notifications (PostgreSQL, the trigger installed), or nil
 
 -- The connection's settings (DB_QUEUE_* and the app's database connection), with
 -- --retry-after over DB_QUEUE_RETRY_AFTER when it is given. Raises for a bad setting.
@@ -61,6 +65,9 @@ function M.setup()
     if not ok and not db.lost_connection(err) then
         error("the database queue's table " .. jobs_table.table .. ": " .. tostring(err), 0)
     end
+    -- (a database that cannot be reached now: the worker polls, as without the trigger)
+    local found, installed = pcall(database_notifications.installed, jobs_table)
+    if found and installed then listener = database_notifications.listener(jobs_table) end
 end
 
 local unreachable = false  -- said that the database cannot be reached
@@ -182,11 +189,39 @@ function M.next_job(queues)
     return nil
 end
 
--- No job: wait --sleep seconds (a stop signal ends it), as queue:work sleeps.
-function M.wait()
+-- Waits until a job is pushed to one of queues (the listener's notifications) or
+-- seconds pass, a signal ends the wait, or the listener's connection fails (then
+-- the rest of the time is slept; the next wait makes a new connection).
+local function listen(queues, seconds)
+    local ours = {}
+    for _, q in ipairs(queues) do ours[q] = true end
+    local deadline = host.microtime() + seconds
+    while true do
+        local left = deadline - host.microtime()
+        if left <= 0 then return end
+        local pushed = listener:wait(left)
+        if not pushed then
+            host.sleep(left, true)
+            return
+        end
+        if #pushed == 0 then return end  -- the time passed, a signal, or a new connection
+        for _, q in ipairs(pushed) do
+            if ours[q] then return end
+        end
+    end
+end
+
+-- No job: wait --sleep seconds (a stop signal ends it), as queue:work sleeps; with
+-- the listener, a job pushed to one of queues ends the wait.
+function M.wait(queues)
     flush_deletes()
     idle = true
-    host.sleep(options.sleep > 0 and options.sleep or 1, true)
+    local seconds = options.sleep > 0 and options.sleep or 1
+    if listener then
+        listen(queues or settings.queues, seconds)
+    else
+        host.sleep(seconds, true)
+    end
     idle = false
 end
 
@@ -197,7 +232,10 @@ M.GIVE_BACK_FAILED = "could not delete the jobs that ended, which run again afte
 -- Nothing is reserved ahead, so nothing goes back but the deletes not yet written;
 -- no other worker's jobs need recovering (an expired reservation is popped again).
 M.give_back_held = flush_deletes
-M.retire = flush_deletes
+function M.retire()
+    if listener then listener:close() end
+    flush_deletes()
+end
 function M.recover_predecessor() return {} end
 function M.recover_dead_workers() end
 function M.report_send_errors() end
