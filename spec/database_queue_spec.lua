@@ -276,6 +276,23 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.are.equal(0, count())
         assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
     end)
+
+    it("gives back the jobs a stop finds popped and not started, their attempts uncounted", function()
+        -- one pop takes a job per free slot (5); the first keeps the CPU past
+        -- --max-time, so the worker stops with four popped and not started, and the
+        -- supervisor's next worker finds them available
+        push("busy")
+        for n = 2, 5 do push(n) end
+        local r = work({ "--concurrency=5", "--max-time=1" })
+        local seen = {}
+        for _, run in ipairs(runs()) do
+            assert.is_nil(seen[run.props.n], run.props.n .. " ran twice")
+            seen[run.props.n] = true
+            assert.are.equal(1, run.attempts)
+        end
+        assert.are.equal(5, #runs(), r.stderr)
+        assert.are.equal(0, count())
+    end)
 end
 
 describe("the database queue on SQLite", function()
@@ -410,6 +427,33 @@ describe("the database queue on PostgreSQL", function()
     function server.env(extra) return pg.env(extra) end
     function server.sql(sql) return pg.psql(sql) end
     contract(server)
+
+    it("pops a job per free slot of --concurrency in one statement: 40 jobs in a few commits", function()
+        local script = H.tmpdir() .. "/push.lua"
+        H.write_file(script, [[
+local luaworker = require "luaworker"
+for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
+]])
+        local e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database" })
+        pg.psql("delete from jobs")
+        H.flush()
+        assert.are.equal(0, H.run({ "lua", script }, { env = e }).status)
+        local function commits()
+            return tonumber(pg.psql("select xact_commit from pg_stat_database where datname = 'postgres'")
+                :match("%d+"))
+        end
+        H.sleep(0.6)  -- the statistics are sent every 0.5 s at most
+        local before = commits()
+        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=20", "--sleep=0.05",
+            "--stop-when-empty" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(40, #runs())
+        H.sleep(0.6)
+        -- a pop a job would take 40 commits and more; 20 a pop: a handful (and the
+        -- worker's checks at its start)
+        local n = commits() - before
+        assert.is_true(n < 25, n .. " commits")
+    end)
 
     describe("with luaworker notify install", function()
         local socket = require "socket"

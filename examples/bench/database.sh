@@ -2,7 +2,8 @@
 # Sourced by examples/bench/bench.sh: the database queue's rows (Laravel's jobs table,
 # migrated by the Laravel 8 app) on SQLite (a file of the bench's own) and PostgreSQL
 # (a private cluster, examples/private-postgresql.sh), luaworker against `php artisan
-# queue:work database`: no-op throughput with 1 and 4 processes (and the failed rows
+# queue:work database`: no-op throughput with 1 and 4 processes, and luaworker's
+# one process with --concurrency=32 against queue:work's one (and the failed rows
 # a run left: PHP's workers on one SQLite file lose deletes to "database is locked",
 # see docs/database-queue.md), and push-to-start latency with the defaults
 # (--sleep=3): on SQLite both poll; on PostgreSQL luaworker listens, after
@@ -64,6 +65,7 @@ db_kind_bench() {
     local lw=(./luaworker work database --handlers="$HANDLERS")
     db_throughput "$kind" "$k.lw1" 1 "${lw[@]}" --processes=1 "${LW_FAST[@]}"
     db_throughput "$kind" "$k.lw4" 1 "${lw[@]}" --processes=4 "${LW_FAST[@]}"
+    db_throughput "$kind" "$k.lw32" 1 "${lw[@]}" --processes=1 --concurrency=32 "${LW_FAST[@]}"
     db_throughput "$kind" "$k.php1" 1 php examples/laravel/artisan queue:work database "${PHP_FAST[@]}"
     db_throughput "$kind" "$k.php4" 4 php examples/laravel/artisan queue:work database "${PHP_FAST[@]}"
     db_sql "$kind" "delete from jobs; delete from failed_jobs"
@@ -90,11 +92,13 @@ database_queue_bench() {
 database_queue_rows() {
     row "database queue (SQLite): no-op, 1 process (jobs/s)" "${R[db.lw1.tput]}" "${R[db.php1.tput]}"
     row "database queue (SQLite): no-op, 4 processes (jobs/s)" "${R[db.lw4.tput]}" "${R[db.php4.tput]}"
+    row "database queue (SQLite): no-op, 1 process, --concurrency=32 (jobs/s)" "${R[db.lw32.tput]}" "${R[db.php1.tput]}"
     row "database queue (SQLite): failed rows, 4 processes" "${R[db.lw4.failed]}" "${R[db.php4.failed]}"
     row "database queue (SQLite): latency p50, sleep 3 (ms)" "${R[db.lw.lat.p50]}" "${R[db.php.lat.p50]}"
     row "database queue (SQLite): latency p99, sleep 3 (ms)" "${R[db.lw.lat.p99]}" "${R[db.php.lat.p99]}"
     row "database queue (PostgreSQL): no-op, 1 process (jobs/s)" "${R[pg.lw1.tput]:--}" "${R[pg.php1.tput]:--}"
     row "database queue (PostgreSQL): no-op, 4 processes (jobs/s)" "${R[pg.lw4.tput]:--}" "${R[pg.php4.tput]:--}"
+    row "database queue (PostgreSQL): no-op, 1 process, --concurrency=32 (jobs/s)" "${R[pg.lw32.tput]:--}" "${R[pg.php1.tput]:--}"
     row "database queue (PostgreSQL): failed rows, 4 processes" "${R[pg.lw4.failed]:--}" "${R[pg.php4.failed]:--}"
     row "database queue (PostgreSQL): latency p50, sleep 3, luaworker listening (ms)" \
         "${R[pg.lw.lat.p50]:--}" "${R[pg.php.lat.p50]:--}"

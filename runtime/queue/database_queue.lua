@@ -114,25 +114,88 @@ local function delete_rows(self, d, ids)
     end
 end
 
--- Laravel's pop: in one transaction, the first row of q by id that can be popped,
--- locked, then reserved now with its attempts counted. Returns the job's record
--- {id =, queue =, payload =, attempts = (counting this one), reserved_at =}, or nil
--- when q has none. deletes (optional): ids of jobs that ended, deleted first in the
--- same transaction (Laravel's deleteReserved of each; one commit instead of two).
-function Queue:pop(q, deletes)
+-- Pops take at most this many rows at once.
+M.POP_MOST = 100
+
+-- The records of rows (as popped), by id, reserved now.
+local function records(q, rows, now)
+    local list = {}
+    for i, row in ipairs(rows) do
+        list[i] = { id = row.id, queue = q, payload = row.payload, attempts = tonumber(row.attempts),
+            reserved_at = now }
+    end
+    table.sort(list, function(a, b) return tonumber(a.id) < tonumber(b.id) end)
+    return list
+end
+
+-- " in (?, ?, ...)" for n values.
+local function in_list(n)
+    return " in (?" .. string.rep(", ?", n - 1) .. ")"
+end
+
+-- PostgreSQL's pop: the same transaction as one statement (its own, committed as it
+-- ends), one round trip instead of five: the deletes, then the rows locked and
+-- reserved, their attempts counted from the rows as locked.
+local function pop_in_one_statement(self, q, deletes, limit, lock, now)
+    local t, bindings, head = self.table, {}, "with "
+    if #deletes > 500 then
+        -- (a statement's bindings are limited: many deletes go first, in batches)
+        self:delete_many(deletes)
+        deletes = {}
+    end
+    if #deletes > 0 then
+        head = "with deleted as (delete from " .. t .. " where id" .. in_list(#deletes) .. "), "
+        for i, id in ipairs(deletes) do bindings[i] = id end
+    end
+    local n = #bindings
+    bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after, now
+    return records(q, self.db:select(head .. "next as (select id from " .. t
+        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))"
+        .. " order by id asc limit " .. limit .. lock .. ") update " .. t .. " set reserved_at = ?, "
+        .. "attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id returning "
+        .. t .. ".id, " .. t .. ".attempts, " .. t .. ".payload", bindings), now)
+end
+
+-- Laravel's pop, of up to limit jobs at once (1 by default; at most POP_MOST): in one
+-- transaction, the first rows of q by id that can be popped, locked, then reserved
+-- now with their attempts counted. Returns the jobs' records, by id, {id =, queue =,
+-- payload =, attempts = (counting this one), reserved_at =}; none when q has none.
+-- deletes (optional): ids of jobs that ended, deleted first in the same transaction
+-- (Laravel's deleteReserved of each; one commit instead of two).
+function Queue:pop(q, deletes, limit)
     local lock = self:lock_clause()
     local now = host.now()
+    deletes = deletes or {}
+    limit = math.max(1, math.min(math.floor(limit or 1), M.POP_MOST))
+    if self.db.driver_name == "pgsql" then return pop_in_one_statement(self, q, deletes, limit, lock, now) end
     return self.db:transaction(function(d)
-        if deletes and #deletes > 0 then delete_rows(self, d, deletes) end
-        local row = d:select("select id, attempts, payload from " .. self.table
+        if #deletes > 0 then delete_rows(self, d, deletes) end
+        local rows = d:select("select id, attempts, payload from " .. self.table
             .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
-            .. "(reserved_at <= ?)) order by id asc limit 1" .. lock,
-            { q, now, now - self.retry_after })[1]
-        if not row then return nil end
-        local attempts = (tonumber(row.attempts) or 0) + 1
-        d:update("update " .. self.table .. " set reserved_at = ?, attempts = ? where id = ?",
-            { now, attempts, row.id })
-        return { id = row.id, queue = q, payload = row.payload, attempts = attempts, reserved_at = now }
+            .. "(reserved_at <= ?)) order by id asc limit " .. limit .. lock,
+            { q, now, now - self.retry_after })
+        if #rows == 0 then return {} end
+        local ids = { now }
+        for i, row in ipairs(rows) do
+            ids[i + 1] = row.id
+            row.attempts = (tonumber(row.attempts) or 0) + 1
+        end
+        d:update("update " .. self.table .. " set reserved_at = ?, attempts = attempts + 1 where id"
+            .. in_list(#rows), ids)
+        return records(q, rows, now)
+    end)
+end
+
+-- Gives back jobs popped that did not start (records as pop returned them): each
+-- row is available again, its attempt uncounted, unless it was popped again since
+-- (its reservation expired).
+function Queue:unreserve(list)
+    if #list == 0 then return end
+    self.db:transaction(function(d)
+        for _, r in ipairs(list) do
+            d:update("update " .. self.table .. " set reserved_at = null, attempts = attempts - 1 "
+                .. "where id = ? and reserved_at = ? and attempts = ?", { r.id, r.reserved_at, r.attempts })
+        end
     end)
 end
 

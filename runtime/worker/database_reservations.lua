@@ -2,10 +2,11 @@
 -- (queue/database_queue.lua), the worker's form for a connection named "database",
 -- beside worker/reservations.lua's for Redis; worker.lua asks the same of both.
 --
--- A pop reserves one row and charges its attempt in the database (the row's
--- attempts), so the worker pops a job only when it can start it at once: one per
--- free slot of --concurrency, nothing reserved ahead, nothing to give back, no
--- heartbeat. A job whose worker died stays reserved until retry_after; then the next
+-- A pop reserves rows and charges their attempts in the database (the rows'
+-- attempts), so the worker pops jobs only when it can start them at once: up to one
+-- per free slot of --concurrency, in one pop (one commit), started in the same turn
+-- of the loop; no heartbeat. The few a stop, a pause or maintenance finds popped and
+-- not started are given back, their attempts uncounted. A job whose worker died stays reserved until retry_after; then the next
 -- pop takes it again, its attempt counted, by Laravel's own rules. An idle worker
 -- looks again every --sleep seconds, as queue:work does; on PostgreSQL with the
 -- notify trigger installed (queue/database_notifications.lua, found when the worker
@@ -40,8 +41,9 @@ local decode = cjson.new().decode
 
 local M = {}
 
--- As reservations.BATCH_BUDGET: how long a round of starts may take (in_flight.room).
-M.BATCH_BUDGET = 0.05
+-- As reservations.BATCH_BUDGET (in_flight.room): none, so that a pop takes no more
+-- jobs than there are free slots (a job popped has its attempt counted).
+M.BATCH_BUDGET = 0
 
 local options
 local jobs_table     -- the database_queue over the connection's settings
@@ -166,27 +168,48 @@ local function job_of(q, record)
     return job
 end
 
+local popped = {}  -- records popped, not started yet (each a job of the loop's next turns)
+
+-- The next job popped and not started, or nil.
+local function take_popped()
+    local record = table.remove(popped, 1)
+    if not record then return nil end
+    local job = job_of(record.queue, record)
+    events.fire("popped", job)
+    return job
+end
+
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
--- an available job wins; one job. Returns it or nil; raises what the database raises.
-function M.next_job(queues)
+-- an available job wins; up to limit jobs of it (the free slots), in one pop.
+-- Returns one (the others come with the next calls) or nil; raises what the
+-- database raises.
+function M.next_job(queues, limit)
     events.fire("popping", nil, nil, { queue = options.queue_list })
+    if #popped > 0 then return take_popped() end
     for _, q in ipairs(queues) do
         if not paused(q) then
             local ids = deletes
             deletes = {}
-            local ok, record = pcall(waited_out, function() return jobs_table:pop(q, ids) end)
+            local ok, list = pcall(waited_out, function() return jobs_table:pop(q, ids, limit) end)
             if not ok then
                 for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
-                error(record, 0)
+                error(list, 0)
             end
-            if record then
-                local job = job_of(q, record)
-                events.fire("popped", job)
-                return job
+            if #list > 0 then
+                popped = list
+                return take_popped()
             end
         end
     end
     return nil
+end
+
+-- Gives back the jobs popped and not started (a stop, a pause, maintenance).
+local function give_back_popped()
+    if #popped == 0 then return end
+    local list = popped
+    popped = {}
+    waited_out(function() jobs_table:unreserve(list) end)
 end
 
 -- Waits until a job is pushed to one of queues (the listener's notifications) or
@@ -226,15 +249,20 @@ function M.wait(queues)
 end
 
 -- What the worker says when give_back_held or retire raised (the jobs whose deletes
--- were not written run again after retry_after).
-M.GIVE_BACK_FAILED = "could not delete the jobs that ended, which run again after retry_after"
+-- or give-backs were not written run again after retry_after).
+M.GIVE_BACK_FAILED = "could not delete the jobs that ended (or give back those popped and not "
+    .. "started), which run again after retry_after"
 
--- Nothing is reserved ahead, so nothing goes back but the deletes not yet written;
--- no other worker's jobs need recovering (an expired reservation is popped again).
-M.give_back_held = flush_deletes
+-- The jobs popped and not started go back, and the deletes not yet written are
+-- written; no other worker's jobs need recovering (an expired reservation is popped
+-- again).
+function M.give_back_held()
+    give_back_popped()
+    flush_deletes()
+end
 function M.retire()
     if listener then listener:close() end
-    flush_deletes()
+    M.give_back_held()
 end
 function M.recover_predecessor() return {} end
 function M.recover_dead_workers() end
