@@ -40,7 +40,7 @@ end
 -- The operations of the connection named: Laravel's database queue for "database"
 -- (the jobs table, queue/database_queue.lua), else its Redis queue.
 local function queue_of(connection)
-    if connection == "database" then return database_queue.new(database_queue.settings()) end
+    if connection == "database" then return database_queue.default() end
     return {
         size = function(_, q) return queue.size(q) end,
         clear = function(_, q) return queue.clear(q) end,
@@ -260,8 +260,7 @@ function M.notify(cli)
         complain("notify: expected install or remove, got '", what, "'")
         return 2
     end
-    local q = database_queue.new(database_queue.settings())
-    local ok, lines = pcall(database_notifications[what], q)
+    local ok, lines = pcall(function() return database_notifications[what](database_queue.default()) end)
     if not ok then
         -- 2 for a connection that is not PostgreSQL's (bad input), 1 for the database's error
         complain("notify ", what, ": ", tostring(type(lines) == "table" and lines.message or lines))

@@ -45,6 +45,15 @@ function M.new(s)
         retry_after = s.retry_after, default = s.queue, lock = nil }, Queue)
 end
 
+local default_queue
+
+-- The queue over the app's settings (M.settings), made once per process. Raises as
+-- M.settings does.
+function M.default()
+    default_queue = default_queue or M.new(M.settings())
+    return default_queue
+end
+
 -- "1.2.3" -> whether it is at least major.minor.patch.
 local function at_least(version, major, minor, patch)
     local a, b, c = version:match("^(%d+)%.?(%d*)%.?(%d*)")

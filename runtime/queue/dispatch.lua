@@ -155,8 +155,6 @@ local function encrypt_command(text)
     return sealed
 end
 
-local jobs_table  -- the database queue, made at its first push
-
 -- Whether jobs go to Laravel's database queue: the connection named "database".
 local function on_database()
     return settings.connection_name == "database"
@@ -166,8 +164,7 @@ end
 -- database queue, a row available after delay. Returns the row's id there.
 local function enqueue(q, payload, delay)
     if on_database() then
-        jobs_table = jobs_table or database_queue.new(database_queue.settings())
-        return jobs_table:push(q, payload, delay)
+        return database_queue.default():push(q, payload, delay)
     end
     if delay and delay > 0 then
         queue.later(q, host.now() + delay, payload)

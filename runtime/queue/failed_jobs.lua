@@ -113,8 +113,8 @@ function redis_store.forget(id) return queue.forget(id) end
 function redis_store.flush() return queue.flush() end
 -- queue:retry of record r onto the database queue: the connection it failed on.
 local function retry_on_database(id, r, now)
-    local s = database_queue.settings()
-    database_queue.new(s):retry(id, r.queue or s.queue, r.payload, now)
+    local jobs = database_queue.default()
+    jobs:retry(id, r.queue or jobs.default, r.payload, now)
 end
 
 function redis_store.retry(id, record, now)
