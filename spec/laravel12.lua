@@ -104,6 +104,27 @@ function L12.artisan(args, extra_env)
     return run(full, extra_env, 120)
 end
 
+-- Starts `php artisan <args>` in the app in the background; returns {wait(timeout)
+-- -> {status, stdout, stderr}} (the process is killed past timeout, 60 s).
+function L12.spawn_artisan(args, extra_env)
+    local out = H.tmpdir()
+    local env = {}
+    for k, v in pairs(L12.env(extra_env)) do env[#env + 1] = k .. "=" .. H.quote(v) end
+    local quoted = {}
+    for i, w in ipairs(args) do quoted[i] = H.quote(w) end
+    assert(os.execute(string.format("(cd %s && env %s timeout -s KILL 300 php artisan %s >%s/out 2>%s/err "
+        .. "</dev/null; echo $? >%s/status.tmp; mv %s/status.tmp %s/status) >/dev/null 2>&1 &",
+        H.quote(app_dir), table.concat(env, " "), table.concat(quoted, " "), out, out, out, out, out)))
+    local p = {}
+    function p.wait(timeout)
+        H.wait_until(function() return H.read_file(out .. "/status") end, timeout or 60,
+            "Laravel 12's artisan " .. args[1] .. " to exit: " .. (H.read_file(out .. "/err") or ""))
+        return { status = tonumber(H.read_file(out .. "/status"):match("%d+")),
+            stdout = H.read_file(out .. "/out") or "", stderr = H.read_file(out .. "/err") or "" }
+    end
+    return p
+end
+
 -- The job both specs against Laravel 12 run, in PHP (the body of App\Jobs\Recorded,
 -- for L12.job) and as its Lua handler.
 -- App\Jobs\Recorded records each run in spec:ran (who ran it, its tag and attempt),

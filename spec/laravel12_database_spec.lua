@@ -3,9 +3,10 @@
 -- absent): the jobs table in SQLite, its copy's config/queue.php given a `database`
 -- connection. The same job, from copies of the same database, is released or failed
 -- by each worker and the rows compared byte for byte; each worker runs what the
--- other pushed; the two take turns on one table. (Not at the same time: on SQLite,
+-- other pushed; the two take turns on one table (not at the same time: on SQLite,
 -- PHP's own workers lose deletes to "database is locked", see
--- docs/database-queue.md.)
+-- docs/database-queue.md); and on PostgreSQL, where the app's copy is given a pgsql
+-- connection, they work one table at the same time.
 local H = require "spec.helpers"
 local L12 = require "spec.laravel12"
 
@@ -145,5 +146,55 @@ for ($i = 1; $i <= 40; $i++) {
         assert.are.same({ 15, 30 }, { by.php, by.lua })
         assert.are.equal("", sqlite("select id from jobs"))
         assert.are.equal("0", sqlite("select count(*) from failed_jobs"):match("%d+"))
+    end)
+
+    describe("on PostgreSQL", function()
+        local pg
+        setup(function()
+            -- Laravel 12's pgsql connection (its config/database.php entry) in the copy
+            local file = app .. "/config/database.php"
+            local text = H.read_file(file)
+            if not text:find("'pgsql' =>", 1, true) then
+                text = text:gsub("'connections' => %[", "'connections' => [\n        'pgsql' => [\n"
+                    .. "            'driver' => 'pgsql',\n            'host' => env('DB_HOST', '127.0.0.1'),\n"
+                    .. "            'port' => env('DB_PORT', '5432'),\n"
+                    .. "            'database' => env('DB_DATABASE', 'laravel'),\n"
+                    .. "            'username' => env('DB_USERNAME', 'root'),\n"
+                    .. "            'password' => env('DB_PASSWORD', ''),\n            'charset' => 'utf8',\n"
+                    .. "            'prefix' => '',\n            'prefix_indexes' => true,\n"
+                    .. "            'search_path' => 'public',\n            'sslmode' => 'prefer',\n        ],", 1)
+                H.write_file(file, text)
+            end
+            pg = H.postgresql()
+            -- the jobs table as Laravel 12's queue:table migration makes it on PostgreSQL
+            pg.psql("create table jobs (id bigserial primary key, queue varchar(255) not null, "
+                .. "payload text not null, attempts smallint not null, reserved_at integer, "
+                .. "available_at integer not null, created_at integer not null); "
+                .. "create index jobs_queue_index on jobs (queue)")
+        end)
+        teardown(function() if pg then pg.remove() end end)
+
+        it("runs each job once with Laravel 12's queue:work and luaworker taking jobs at the same time",
+            function()
+            local e = env()
+            for k, v in pairs(pg.env()) do e[k] = v end
+            e.QUEUE_FAILED_DRIVER = "null"
+            L12.php([[for ($i = 1; $i <= 200; $i++) { App\Jobs\Recorded::dispatch('c' . $i, 'slow'); }]], e)
+            local php = L12.spawn_artisan({ "queue:work", "database", "--sleep=0", "--stop-when-empty" }, e)
+            -- Laravel 12's worker takes its first jobs before luaworker starts
+            H.wait_until(function() return #L12.runs() > 0 end, 30, "Laravel 12's worker to start")
+            local full = { "work", "database", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers,
+                "--sleep=0", "--stop-when-empty", "--processes=2", "--concurrency=4" }
+            local lw = H.run(full, { env = e })
+            assert.are.equal(0, lw.status, lw.stderr)
+            local done = php.wait(60)
+            assert.are.equal(0, done.status, done.stdout .. done.stderr)
+            local seen, by = L12.runs_by_tag()
+            for i = 1, 200 do
+                assert.are.same({ 1 }, seen["c" .. i], "c" .. i .. "\n" .. done.stdout .. lw.stderr)
+            end
+            assert.is_true(by.php > 0 and by.lua > 0, by.php .. " by php, " .. by.lua .. " by luaworker")
+            assert.are.equal("0", pg.psql("select count(*) from jobs"):match("%d+"))
+        end)
     end)
 end)
