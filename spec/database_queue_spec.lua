@@ -277,6 +277,20 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
     end)
 
+    it("fails at once a job whose process was ended for running past its timeout, on its last try",
+        function()
+        push("busy", "--timeout=1", "--tries=1")
+        local r = work()
+        assert.matches("ran past its timeout of 1s; its process was ended; failed", r.stderr)
+        assert.are.equal(0, count())
+        local exception = server.sql("select exception from failed_jobs")
+        -- (Laravel before 10.10 words a timeout as MaxAttemptsExceededException)
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Simple has been "
+            .. "attempted too many times", exception)
+        assert.matches('s:4:\\"busy', server.sql("select payload from failed_jobs"), 1, true)
+        assert.is_nil(runs()[1], "the job never got to record its run")
+    end)
+
     it("gives back the jobs a stop finds popped and not started, their attempts uncounted", function()
         -- one pop takes a job per free slot (5); the first keeps the CPU past
         -- --max-time, so the worker stops with four popped and not started, and the

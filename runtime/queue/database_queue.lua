@@ -208,6 +208,16 @@ function Queue:unreserve(list)
     end)
 end
 
+-- The record of the reserved row id (as pop returned it), or nil when the row is
+-- gone or not reserved.
+function Queue:reserved(id)
+    local row = self.db:select("select id, queue, payload, attempts, reserved_at from " .. self.table
+        .. " where id = ? and reserved_at is not null", { id })[1]
+    if not row then return nil end
+    return { id = row.id, queue = row.queue, payload = row.payload, attempts = tonumber(row.attempts),
+        reserved_at = tonumber(row.reserved_at) }
+end
+
 -- Laravel's deleteReserved: the job's row goes. Returns whether it was there.
 function Queue:delete_reserved(_, id)
     return self.db:delete("delete from " .. self.table .. " where id = ?", { id }) > 0

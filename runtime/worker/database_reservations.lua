@@ -6,11 +6,17 @@
 -- attempts), so the worker pops jobs only when it can start them at once: up to one
 -- per free slot of --concurrency, in one pop (one commit), started in the same turn
 -- of the loop; no heartbeat. The few a stop, a pause or maintenance finds popped and
--- not started are given back, their attempts uncounted. A job whose worker died stays reserved until retry_after; then the next
--- pop takes it again, its attempt counted, by Laravel's own rules. An idle worker
--- looks again every --sleep seconds, as queue:work does; on PostgreSQL with the
--- notify trigger installed (queue/database_notifications.lua, found when the worker
--- starts) a job pushed to one of its queues ends that wait at once.
+-- not started are given back, their attempts uncounted.
+--
+-- A job whose worker died stays reserved until retry_after; then the next pop takes
+-- it again, its attempt counted, by Laravel's own rules. The one that had the CPU
+-- when its process was killed for its timeout, or crashed, first gets Laravel's
+-- rules for that from the worker that replaces it (the supervisor names its row).
+--
+-- An idle worker looks again every --sleep seconds, as queue:work does; on
+-- PostgreSQL with the notify trigger installed (queue/database_notifications.lua,
+-- found when the worker starts) a job pushed to one of its queues ends that wait at
+-- once.
 --
 -- The delete of a job that ended goes with the next pop, in its transaction (one
 -- commit a job, not two: each commit is a sync of the database's disk), or before
@@ -165,6 +171,7 @@ local function job_of(q, record)
     end
     local job = jobs.new(q, record.payload, record, payload, M)
     job.undecodable = problem
+    job.number = tonumber(record.id)  -- what the supervisor is told of the job that has the CPU
     return job
 end
 
@@ -264,7 +271,21 @@ function M.retire()
     if listener then listener:close() end
     M.give_back_held()
 end
-function M.recover_predecessor() return {} end
+-- What the worker this one replaces left (worker.lua's recover_predecessor): the
+-- job that had the CPU when it was killed for running past its timeout, or when
+-- it crashed (the supervisor names its row id), if its row is still reserved, for
+-- Laravel's rules on a timeout or a crash; the other jobs it had in flight wait out
+-- retry_after (no record names them).
+function M.recover_predecessor()
+    local predecessor, number, timeout, death = host.predecessor()
+    if not predecessor or not number or number == 0 then return {} end
+    local record = waited_out(function() return jobs_table:reserved(number) end)
+    if not record then return {} end
+    local job = job_of(record.queue, record)
+    if timeout > 0 then return { { job = job, timeout = timeout } } end
+    if death ~= "" then return { { job = job, timeout = 0, death = death } } end
+    return {}
+end
 function M.recover_dead_workers() end
 function M.report_send_errors() end
 
