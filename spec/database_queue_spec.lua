@@ -323,7 +323,8 @@ describe("the database queue on SQLite", function()
     -- locked" at once whenever another process holds the write lock (SQLite does not
     -- wait where waiting could deadlock), and Laravel then leaves the job it ran
     -- reserved, to run again after retry_after; two PHP workers do the same to each
-    -- other. The mixed fleet runs on MariaDB and PostgreSQL below.
+    -- other. The mixed fleet runs on MariaDB and PostgreSQL below; here the app's
+    -- pushes go on beside luaworker's workers (its inserts wait for the lock).
     local server = {
         php = true,
         key_column = '"key"',
@@ -352,6 +353,27 @@ describe("the database queue on SQLite", function()
         assert.is_nil(w:status(), w:stderr())
         H.artisan({ "queue:restart" }, e)
         assert.are.equal(0, w:wait(10), w:stderr())
+    end)
+
+    it("runs each job once while PHP pushes onto the same file, none of the app's pushes lost", function()
+        H.flush()
+        H.sqlite(file, "delete from jobs; delete from failed_jobs")
+        local e = server.env({ QUEUE_CONNECTION = "database" })
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.01", "--processes=2",
+            "--concurrency=4" }, { env = e })
+        -- the app's dispatches, one insert each, while two workers pop and delete
+        local php = H.spawn_artisan({ "jobs:dispatch", "Simple", "--connection=database", "--count=150" }, e)
+        assert.are.equal(0, php.wait(120), php.output())
+        H.wait_until(function() return #runs() >= 150 and H.sqlite(file, "select count(*) from jobs"):match("^0")
+            end, 60, "the jobs to run: " .. w:stderr())
+        w:stop()
+        local seen = {}
+        for _, r in ipairs(runs()) do
+            assert.is_nil(seen[r.id], "job " .. tostring(r.id) .. " ran twice")
+            seen[r.id] = true
+        end
+        assert.are.equal(150, #runs())
+        assert.are.equal("0", H.sqlite(file, "select count(*) from failed_jobs"):match("%d+"))
     end)
 end)
 
