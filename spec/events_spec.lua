@@ -10,19 +10,44 @@ return { handle = function(job)
     if job:payload().data.release then job:release(60) end
 end }
 ]],
+    -- sleeps 0.05 s at a time until 2 s (whole seconds of os.time) passed, unless its
+    -- interrupted() was called; records how many sleeps it took
+    ["App/Jobs/Long.lua"] = [[
+local luaworker = require "luaworker"
+local stop = {}
+return {
+    handle = function(job)
+        luaworker.redis("RPUSH", "spec:events", "long:started")
+        local sleeps, deadline = 0, os.time() + 2
+        while os.time() < deadline do
+            if stop[job:id()] then
+                luaworker.redis("RPUSH", "spec:events", "long:ended_early:" .. stop[job:id()])
+                return
+            end
+            luaworker.sleep(0.05)
+            sleeps = sleeps + 1
+        end
+        luaworker.redis("RPUSH", "spec:events", "long:ended")
+        luaworker.redis("SET", "spec:sleeps", sleeps)
+    end,
+    interrupted = os.getenv("SPEC_INTERRUPTIBLE") == "1" and function(job, command, signal)
+        stop[job:id()] = signal
+    end or nil,
+}
+]],
     ["init.lua"] = [[
 local luaworker = require "luaworker"
 local function log(name)
     return function(e)
         local what = name
         if e.job then what = what .. ":" .. e.job:id() end
-        if name == "interrupted" then what = what .. ":" .. tostring(e.signal) end
+        if name:match("interrupted$") then what = what .. ":" .. tostring(e.signal) end
         if name:match("^queue_") then what = what .. ":" .. e.queue end
         luaworker.redis("RPUSH", "spec:events", what)
     end
 end
-for _, n in ipairs({ "before", "after", "released", "idle", "interrupted", "pausing", "resuming",
-                     "queue_paused", "queue_resumed", "stopping" }) do
+for _, n in ipairs({ "before", "after", "released", "idle", "interrupted", "job_interrupted", "pausing",
+                     "resuming", "queue_paused", "queue_resumed", "stopping" }) do
     luaworker[n](log(n))
 end
 ]],
@@ -67,12 +92,57 @@ describe("the newer worker events", function()
         w:kill("TERM")
         assert.are.equal(0, w:wait())
         e = events()
-        assert.are.same({ "interrupted:15", "stopping" }, { e[#e - 1], e[#e] })
+        -- interrupted as the signal arrives (as PHP's async signal handler), stopping last;
+        -- a poll under way when it came may still say idle in between
+        assert.are.equal("stopping", e[#e])
+        local at
+        for i, name in ipairs(e) do if name == "interrupted:15" then at = i end end
+        assert.is_truthy(at, table.concat(e, " "))
+        for i = at + 1, #e - 1 do assert.are.equal("idle", e[i], table.concat(e, " ")) end
         -- each announced once
         local count = {}
         for _, name in ipairs(e) do count[name] = (count[name] or 0) + 1 end
-        assert.are.same({ 1, 1, 1, 1 }, { count.pausing, count.resuming, count["queue_paused:low"],
-            count["queue_resumed:low"] })
+        assert.are.same({ 1, 1, 1, 1, 1 }, { count.pausing, count.resuming, count["queue_paused:low"],
+            count["queue_resumed:low"], count["interrupted:15"] })
+    end)
+
+    local function long_job(id)
+        return H.payload({ id = id, displayName = "App\\Jobs\\Long",
+            data = { commandName = "App\\Jobs\\Long", command = 'O:13:"App\\Jobs\\Long":0:{}' } })
+    end
+
+    it("keep a job that sleeps again after a stop signal woke it sleeping, and let it end", function()
+        -- (a signal ended every wakeable sleep, including those it started: such a job
+        -- kept the worker in that loop for good)
+        H.push(long_job("l1"))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
+        seen("long:started")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        seen("long:ended")
+        assert.are.equal(0, H.r("LLEN", "queues:default"))
+        -- each sleep slept (the one the signal ended aside): at most 3 s / 0.05 s
+        assert.is_true(tonumber(H.r("GET", "spec:sleeps")) <= 61, H.r("GET", "spec:sleeps") .. " sleeps")
+    end)
+
+    it("JobInterrupted: a stop signal calls interrupted() of each job in flight whose handler has it, "
+        .. "after WorkerInterrupted", function()
+        H.push(long_job("l2"))
+        H.push(long_job("l3"))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
+            { env = { SPEC_INTERRUPTIBLE = "1" } })
+        H.wait_until(function()
+            local n = 0
+            for _, e in ipairs(events()) do if e == "long:started" then n = n + 1 end end
+            return n == 2
+        end, 10, "both jobs to start")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        local e = table.concat(events(), " ")
+        assert.matches("interrupted:15 job_interrupted:l2:15 job_interrupted:l3:15", e, 1, true)
+        assert.matches("long:ended_early:15", e, 1, true)
+        assert.is_nil(e:find("long:ended ", 1, true) or e:find("long:ended$"), e)
+        assert.are.equal("stopping", events()[#events()])
     end)
 
     it("are written by --json in WorkCommand's key order, with a queue's pause and resume", function()

@@ -24,6 +24,7 @@ M.NAMES = {
     released = "JobReleased",
     idle = "WorkerIdle",
     interrupted = "WorkerInterrupted",
+    job_interrupted = "JobInterrupted",
     pausing = "WorkerPausing",
     resuming = "WorkerResuming",
     queue_paused = "WorkerQueuePaused",

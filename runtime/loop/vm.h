@@ -41,6 +41,7 @@ struct vm_waiter {
     double ticket;
     ev_timer timer;                 /* a timer's */
     int wakeable;                   /* a signal ends it early (host.sleep, a LISTEN wait) */
+    int waking;                     /* a signal came while it waited: it is being ended */
     void *data;                     /* what its cancel ends (a request, a connection) */
     void (*cancel)(struct vm_waiter *w);  /* ends it, its ticket never brought */
     void (*expire)(struct vm_waiter *w);  /* its deadline's, while one runs */

@@ -52,18 +52,23 @@ static struct vm_waiter *start_timer(lua_State *L, struct vm *h, double seconds,
     return w;
 }
 
-/* After a signal: ends every wakeable wait, a sleep (it gets false) or a wait with a
- * deadline (as its deadline would end it). */
+/* After a signal: ends every wakeable wait under way when it came, a sleep (it gets
+ * false) or a wait with a deadline (as its deadline would end it). A wait the
+ * resumed tasks start meanwhile is not ended: a task that sleeps again at once
+ * (a handler looping on luaworker.sleep) sleeps. */
 static void wake(struct vm *h)
 {
-    /* each resume may start or end timers: look again from the start after each */
+    struct vm_waiter *w;
+    LIST_FOREACH(w, &h->waits, link)
+        w->waking = w->wakeable;
+    /* each resume may start or end waits: look again from the start after each */
     for (;;) {
-        struct vm_waiter *w;
         LIST_FOREACH(w, &h->waits, link)
-            if (w->wakeable)
+            if (w->waking)
                 break;
         if (!w || h->finished)
             return;
+        w->waking = 0;
         if (w->expire)
             vm_waiter_expire(w);
         else

@@ -25,6 +25,7 @@ local count = 0               -- jobs in flight
 -- two ends (a moving average; nil before the second end)
 local last_end, between
 local FREED = {}              -- the key the worker loop waits on for a job to end
+local flying, started = {}, 0 -- the jobs in flight: job -> how many had started before it
 local loop_waits = false
 
 -- The job of task t gets the CPU, or leaves it.
@@ -39,6 +40,7 @@ end
 -- Job's time in flight ended (its task ended, or its timeout was handled).
 local function ended(job)
     count = count - 1
+    flying[job] = nil
     local now = host.clock()
     if last_end then
         local gap = now - last_end
@@ -91,6 +93,14 @@ function M.count()
     return count
 end
 
+-- The jobs in flight, by when they started.
+function M.jobs()
+    local list = {}
+    for job in pairs(flying) do list[#list + 1] = job end
+    table.sort(list, function(a, b) return flying[a] < flying[b] end)
+    return list
+end
+
 -- Whether as many jobs are in flight as --concurrency allows.
 function M.full()
     return count >= concurrency
@@ -112,6 +122,8 @@ end
 -- before run returns.
 function M.run(job)
     count = count + 1
+    started = started + 1
+    flying[job] = started
     job.form.running(job)
     local timeout = tonumber(job:timeout()) or settings.options.timeout
     -- from the payload: NaN and what is not above 0 mean none; beyond the slot's

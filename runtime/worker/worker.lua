@@ -21,6 +21,7 @@ local redis_reservations = require "luaworker.worker.reservations"
 local database_reservations = require "luaworker.worker.database_reservations"
 local database_queue = require "luaworker.queue.database_queue"
 local idle = require "luaworker.worker.idle"
+local stop_signal = require "luaworker.worker.stop_signal"
 local settings = require "luaworker.base.settings"
 local backoff = require "luaworker.base.backoff"
 local values = require "luaworker.base.values"
@@ -107,7 +108,7 @@ end
 local function stop_if_necessary(restart_at_start, start_time, jobs_processed, job)
     local quit, _, reload = host.signals()
     if quit then
-        events.fire_safely("interrupted", nil, nil, { signal = quit, queue = options.queue_list })
+        stop_signal.interrupted(quit)
         return EXIT_OK, "interrupted"
     end
     if reload then return EXIT_OK, "reload" end
@@ -166,7 +167,8 @@ local function stop(status, reason)
         in_flight.drain()
     end
     give_back(reservations.retire)
-    events.fire_safely("stopping", nil, nil, { status = status, reason = reason })
+    events.fire_safely("stopping", nil, nil, { status = status, reason = reason,
+        queue = options.queue_list })
     host.report_exit(reason)
     return status
 end
@@ -286,6 +288,7 @@ function M.run(cli, cfg)
         return 2
     end
     recover_predecessor()
+    stop_signal.watch()
 
     local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
