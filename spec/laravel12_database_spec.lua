@@ -5,8 +5,9 @@
 -- by each worker and the rows compared byte for byte; each worker runs what the
 -- other pushed; the two take turns on one table (not at the same time: on SQLite,
 -- PHP's own workers lose deletes to "database is locked", see
--- docs/database-queue.md); and on PostgreSQL, where the app's copy is given a pgsql
--- connection, they work one table at the same time.
+-- docs/database-queue.md); and on PostgreSQL and MariaDB, where the app's copy is
+-- given Laravel 12's pgsql and mysql connections, they work one table at the same
+-- time.
 local H = require "spec.helpers"
 local L12 = require "spec.laravel12"
 
@@ -148,23 +149,60 @@ for ($i = 1; $i <= 40; $i++) {
         assert.are.equal("0", sqlite("select count(*) from failed_jobs"):match("%d+"))
     end)
 
+    -- Laravel 12's connection entries (its config/database.php's) in the app's copy.
+    local CONNECTIONS = {
+        pgsql = "        'pgsql' => [\n            'driver' => 'pgsql',\n"
+            .. "            'host' => env('DB_HOST', '127.0.0.1'),\n            'port' => env('DB_PORT', '5432'),\n"
+            .. "            'database' => env('DB_DATABASE', 'laravel'),\n"
+            .. "            'username' => env('DB_USERNAME', 'root'),\n"
+            .. "            'password' => env('DB_PASSWORD', ''),\n            'charset' => 'utf8',\n"
+            .. "            'prefix' => '',\n            'prefix_indexes' => true,\n"
+            .. "            'search_path' => 'public',\n            'sslmode' => 'prefer',\n        ],",
+        mysql = "        'mysql' => [\n            'driver' => 'mysql',\n"
+            .. "            'host' => env('DB_HOST', '127.0.0.1'),\n            'port' => env('DB_PORT', '3306'),\n"
+            .. "            'database' => env('DB_DATABASE', 'laravel'),\n"
+            .. "            'username' => env('DB_USERNAME', 'root'),\n"
+            .. "            'password' => env('DB_PASSWORD', ''),\n            'unix_socket' => env('DB_SOCKET', ''),\n"
+            .. "            'charset' => 'utf8mb4',\n            'collation' => 'utf8mb4_unicode_ci',\n"
+            .. "            'prefix' => '',\n            'prefix_indexes' => true,\n            'strict' => true,\n"
+            .. "            'engine' => null,\n        ],",
+    }
+    local function add_connection(name)
+        local file = app .. "/config/database.php"
+        local text = H.read_file(file)
+        if text:find("'" .. name .. "' =>", 1, true) then return end
+        text = text:gsub("'connections' => %[", function() return "'connections' => [\n" .. CONNECTIONS[name] end, 1)
+        H.write_file(file, text)
+    end
+
+    -- The two workers on one jobs table of server {env(), sql(text) -> rows, remove()}
+    -- at the same time: each of 200 jobs run once, by both.
+    local function concurrent_fleet(server)
+        local e = env()
+        for k, v in pairs(server.env()) do e[k] = v end
+        e.QUEUE_FAILED_DRIVER = "null"
+        L12.php([[for ($i = 1; $i <= 200; $i++) { App\Jobs\Recorded::dispatch('c' . $i, 'slow'); }]], e)
+        local php = L12.spawn_artisan({ "queue:work", "database", "--sleep=0", "--stop-when-empty" }, e)
+        -- Laravel 12's worker takes its first jobs before luaworker starts
+        H.wait_until(function() return #L12.runs() > 0 end, 30, "Laravel 12's worker to start")
+        local full = { "work", "database", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers,
+            "--sleep=0", "--stop-when-empty", "--processes=2", "--concurrency=4" }
+        local lw = H.run(full, { env = e })
+        assert.are.equal(0, lw.status, lw.stderr)
+        local done = php.wait(60)
+        assert.are.equal(0, done.status, done.stdout .. done.stderr)
+        local seen, by = L12.runs_by_tag()
+        for i = 1, 200 do
+            assert.are.same({ 1 }, seen["c" .. i], "c" .. i .. "\n" .. done.stdout .. lw.stderr)
+        end
+        assert.is_true(by.php > 0 and by.lua > 0, by.php .. " by php, " .. by.lua .. " by luaworker")
+        assert.are.equal("0", server.sql("select count(*) from jobs"):match("%d+"))
+    end
+
     describe("on PostgreSQL", function()
         local pg
         setup(function()
-            -- Laravel 12's pgsql connection (its config/database.php entry) in the copy
-            local file = app .. "/config/database.php"
-            local text = H.read_file(file)
-            if not text:find("'pgsql' =>", 1, true) then
-                text = text:gsub("'connections' => %[", "'connections' => [\n        'pgsql' => [\n"
-                    .. "            'driver' => 'pgsql',\n            'host' => env('DB_HOST', '127.0.0.1'),\n"
-                    .. "            'port' => env('DB_PORT', '5432'),\n"
-                    .. "            'database' => env('DB_DATABASE', 'laravel'),\n"
-                    .. "            'username' => env('DB_USERNAME', 'root'),\n"
-                    .. "            'password' => env('DB_PASSWORD', ''),\n            'charset' => 'utf8',\n"
-                    .. "            'prefix' => '',\n            'prefix_indexes' => true,\n"
-                    .. "            'search_path' => 'public',\n            'sslmode' => 'prefer',\n        ],", 1)
-                H.write_file(file, text)
-            end
+            add_connection("pgsql")
             pg = H.postgresql()
             -- the jobs table as Laravel 12's queue:table migration makes it on PostgreSQL
             pg.psql("create table jobs (id bigserial primary key, queue varchar(255) not null, "
@@ -176,25 +214,26 @@ for ($i = 1; $i <= 40; $i++) {
 
         it("runs each job once with Laravel 12's queue:work and luaworker taking jobs at the same time",
             function()
-            local e = env()
-            for k, v in pairs(pg.env()) do e[k] = v end
-            e.QUEUE_FAILED_DRIVER = "null"
-            L12.php([[for ($i = 1; $i <= 200; $i++) { App\Jobs\Recorded::dispatch('c' . $i, 'slow'); }]], e)
-            local php = L12.spawn_artisan({ "queue:work", "database", "--sleep=0", "--stop-when-empty" }, e)
-            -- Laravel 12's worker takes its first jobs before luaworker starts
-            H.wait_until(function() return #L12.runs() > 0 end, 30, "Laravel 12's worker to start")
-            local full = { "work", "database", "--laravel=" .. L12.VERSION, "--handlers=" .. handlers,
-                "--sleep=0", "--stop-when-empty", "--processes=2", "--concurrency=4" }
-            local lw = H.run(full, { env = e })
-            assert.are.equal(0, lw.status, lw.stderr)
-            local done = php.wait(60)
-            assert.are.equal(0, done.status, done.stdout .. done.stderr)
-            local seen, by = L12.runs_by_tag()
-            for i = 1, 200 do
-                assert.are.same({ 1 }, seen["c" .. i], "c" .. i .. "\n" .. done.stdout .. lw.stderr)
-            end
-            assert.is_true(by.php > 0 and by.lua > 0, by.php .. " by php, " .. by.lua .. " by luaworker")
-            assert.are.equal("0", pg.psql("select count(*) from jobs"):match("%d+"))
+            concurrent_fleet({ env = pg.env, sql = pg.psql })
+        end)
+    end)
+
+    describe("on MariaDB", function()
+        local mariadb
+        setup(function()
+            add_connection("mysql")
+            mariadb = H.mariadb()
+            -- the jobs table as Laravel 12's queue:table migration makes it on MySQL
+            mariadb.root("create table jobs (id bigint unsigned not null auto_increment primary key, "
+                .. "queue varchar(255) not null, payload longtext not null, attempts tinyint unsigned not null, "
+                .. "reserved_at int unsigned null, available_at int unsigned not null, "
+                .. "created_at int unsigned not null, index jobs_queue_index (queue)) engine=InnoDB")
+        end)
+        teardown(function() if mariadb then mariadb.remove() end end)
+
+        it("runs each job once with Laravel 12's queue:work and luaworker taking jobs at the same time",
+            function()
+            concurrent_fleet({ env = mariadb.env, sql = mariadb.root })
         end)
     end)
 end)
