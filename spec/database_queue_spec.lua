@@ -291,6 +291,18 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.is_nil(runs()[1], "the job never got to record its run")
     end)
 
+    it("does not pop again a job that ran past retry_after and ended, its delete going with that pop",
+        function()
+        push("slow1")
+        push("next")
+        -- --concurrency=1: no pop while the slow job runs (1.5 s, past retry_after 1)
+        work({ "--concurrency=1" }, { env = { DB_QUEUE_RETRY_AFTER = "1" } })
+        local n = {}
+        for _, r in ipairs(runs()) do n[#n + 1] = r.props.n .. ":" .. r.attempts end
+        assert.are.same({ "slow1:1", "next:1" }, n)
+        assert.are.equal(0, count())
+    end)
+
     it("gives back the jobs a stop finds popped and not started, their attempts uncounted", function()
         -- one pop takes a job per free slot (5); the first keeps the CPU past
         -- --max-time, so the worker stops with four popped and not started, and the

@@ -144,22 +144,25 @@ end
 
 -- PostgreSQL's pop: the same transaction as one statement (its own, committed as it
 -- ends), one round trip instead of five: the deletes, then the rows locked and
--- reserved, their attempts counted from the rows as locked.
+-- reserved, their attempts counted from the rows as locked. The parts of one
+-- statement see the same rows: a row being deleted (a job that ran past
+-- retry_after and ended) is kept out of the pop by name.
 local function pop_in_one_statement(self, q, deletes, limit, lock, now)
-    local t, bindings, head = self.table, {}, "with "
+    local t, bindings, head, unlike = self.table, {}, "with ", ""
     if #deletes > 500 then
         -- (a statement's bindings are limited: many deletes go first, in batches)
         self:delete_many(deletes)
         deletes = {}
     end
     if #deletes > 0 then
-        head = "with deleted as (delete from " .. t .. " where id" .. in_list(#deletes) .. "), "
+        head = "with deleted as (delete from " .. t .. " where id" .. in_list(#deletes) .. " returning id), "
+        unlike = " and id not in (select id from deleted)"
         for i, id in ipairs(deletes) do bindings[i] = id end
     end
     local n = #bindings
     bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after, now
     return records(q, self.db:select(head .. "next as (select id from " .. t
-        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))"
+        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))" .. unlike
         .. " order by id asc limit " .. limit .. lock .. ") update " .. t .. " set reserved_at = ?, "
         .. "attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id returning "
         .. t .. ".id, " .. t .. ".attempts, " .. t .. ".payload", bindings), now)
