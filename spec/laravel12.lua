@@ -70,17 +70,22 @@ class %s implements ShouldQueue
 ]], name, traits, body))
 end
 
--- Runs the command line words (PHP's) in the app's directory with its environment;
--- returns {status, stdout, stderr}.
-local function run(words, extra_env, timeout)
-    local out = H.tmpdir()
+-- "cd <app> && env <the app's environment> timeout -s KILL <timeout> <words>", quoted.
+local function command_line(words, extra_env, timeout)
     local env = {}
     for k, v in pairs(L12.env(extra_env)) do env[#env + 1] = k .. "=" .. H.quote(v) end
     local quoted = {}
     for i, w in ipairs(words) do quoted[i] = H.quote(w) end
-    local _, _, status = os.execute(string.format("cd %s && env %s timeout -s KILL %d %s >%s/out 2>%s/err "
-        .. "</dev/null", H.quote(app_dir), table.concat(env, " "), timeout or 120,
-        table.concat(quoted, " "), out, out))
+    return string.format("cd %s && env %s timeout -s KILL %d %s", H.quote(app_dir), table.concat(env, " "),
+        timeout, table.concat(quoted, " "))
+end
+
+-- Runs the command line words (PHP's) in the app's directory with its environment;
+-- returns {status, stdout, stderr}.
+local function run(words, extra_env, timeout)
+    local out = H.tmpdir()
+    local _, _, status = os.execute(string.format("%s >%s/out 2>%s/err </dev/null",
+        command_line(words, extra_env, timeout or 120), out, out))
     return { status = status, stdout = H.read_file(out .. "/out"), stderr = H.read_file(out .. "/err") }
 end
 
@@ -108,13 +113,11 @@ end
 -- -> {status, stdout, stderr}} (the process is killed past timeout, 60 s).
 function L12.spawn_artisan(args, extra_env)
     local out = H.tmpdir()
-    local env = {}
-    for k, v in pairs(L12.env(extra_env)) do env[#env + 1] = k .. "=" .. H.quote(v) end
-    local quoted = {}
-    for i, w in ipairs(args) do quoted[i] = H.quote(w) end
-    assert(os.execute(string.format("(cd %s && env %s timeout -s KILL 300 php artisan %s >%s/out 2>%s/err "
-        .. "</dev/null; echo $? >%s/status.tmp; mv %s/status.tmp %s/status) >/dev/null 2>&1 &",
-        H.quote(app_dir), table.concat(env, " "), table.concat(quoted, " "), out, out, out, out, out)))
+    local words = { "php", "artisan" }
+    for _, a in ipairs(args) do words[#words + 1] = a end
+    assert(os.execute(string.format("(%s >%s/out 2>%s/err </dev/null; echo $? >%s/status.tmp; "
+        .. "mv %s/status.tmp %s/status) >/dev/null 2>&1 &", command_line(words, extra_env, 300), out, out, out,
+        out, out)))
     local p = {}
     function p.wait(timeout)
         H.wait_until(function() return H.read_file(out .. "/status") end, timeout or 60,

@@ -113,13 +113,17 @@ function Queue:push(q, payload, delay)
     return insert(self, q, payload, host.now() + (delay or 0), 0)
 end
 
+-- " in (?, ?, ...)" for n values.
+local function in_list(n)
+    return " in (?" .. string.rep(", ?", n - 1) .. ")"
+end
+
 -- Deletes the rows of ids (a list) on d, in up to 500 a statement.
 local function delete_rows(self, d, ids)
     for first = 1, #ids, 500 do
         local batch = {}
         for i = first, math.min(#ids, first + 499) do batch[#batch + 1] = ids[i] end
-        d:delete("delete from " .. self.table .. " where id in (?" .. string.rep(", ?", #batch - 1) .. ")",
-            batch)
+        d:delete("delete from " .. self.table .. " where id" .. in_list(#batch), batch)
     end
 end
 
@@ -135,11 +139,6 @@ local function records(q, rows, now)
     end
     table.sort(list, function(a, b) return tonumber(a.id) < tonumber(b.id) end)
     return list
-end
-
--- " in (?, ?, ...)" for n values.
-local function in_list(n)
-    return " in (?" .. string.rep(", ?", n - 1) .. ")"
 end
 
 -- PostgreSQL's pop: the same transaction as one statement (its own, committed as it
