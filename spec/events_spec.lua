@@ -35,6 +35,21 @@ return {
     end or nil,
 }
 ]],
+    -- sleeps 1 s; its interrupted() raises, after waiting a little (a job in trouble)
+    ["App/Jobs/Trouble.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    handle = function(job)
+        luaworker.redis("RPUSH", "spec:events", "trouble:started")
+        luaworker.sleep(1)
+        luaworker.redis("RPUSH", "spec:events", "trouble:ended")
+    end,
+    interrupted = function(job, command, signal)
+        luaworker.sleep(0.05)
+        error("interrupted() of a job in trouble")
+    end,
+}
+]],
     ["init.lua"] = [[
 local luaworker = require "luaworker"
 local function log(name)
@@ -142,6 +157,31 @@ describe("the newer worker events", function()
         assert.matches("interrupted:15 job_interrupted:l2:15 job_interrupted:l3:15", e, 1, true)
         assert.matches("long:ended_early:15", e, 1, true)
         assert.is_nil(e:find("long:ended ", 1, true) or e:find("long:ended$"), e)
+        assert.are.equal("stopping", events()[#events()])
+    end)
+
+    it("JobInterrupted: an interrupted() that raises is that job's alone: it is logged, the job beside "
+        .. "it is interrupted, both end and the worker stops", function()
+        H.push(H.payload({ id = "t1", displayName = "App\\Jobs\\Trouble",
+            data = { commandName = "App\\Jobs\\Trouble", command = 'O:16:"App\\Jobs\\Trouble":0:{}' } }))
+        H.push(long_job("l4"))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
+            { env = { SPEC_INTERRUPTIBLE = "1" } })
+        seen("trouble:started")
+        seen("long:started")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        local e = table.concat(events(), " ")
+        assert.matches("job_interrupted:t1:15 job_interrupted:l4:15", e, 1, true)
+        assert.matches("long:ended_early:15", e, 1, true)
+        assert.matches("trouble:ended", e, 1, true)
+        assert.matches("error in interrupted() of App\\Jobs\\Trouble: ", w:stderr(), 1, true)
+        assert.matches("interrupted() of a job in trouble", w:stderr(), 1, true)
+        -- both ran to their end once: deleted, none released or failed
+        assert.are.equal(0, H.r("LLEN", "queues:default"))
+        assert.are.equal(0, H.r("ZCARD", "queues:default:reserved"))
+        assert.are.equal(0, H.r("ZCARD", "queues:default:delayed"))
+        assert.is_nil(next(H.failed_record("t1")))
         assert.are.equal("stopping", events()[#events()])
     end)
 
