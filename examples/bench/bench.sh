@@ -352,7 +352,7 @@ io_bound php.sql $(( IO_JOBS / 10 )) SqlBound "${sql_env[@]}" php examples/larav
     "${PHP_FAST[@]}"
 sql_rows php.sql $(( IO_JOBS / 10 ))
 
-echo "== the database queue (SQLite, PostgreSQL), $DB_JOBS no-op jobs, and push-to-start latency"
+echo "== the database queue (SQLite, PostgreSQL, MariaDB), $DB_JOBS no-op jobs, and push-to-start latency"
 database_queue_bench
 
 echo "== CPU-bound handler: $CPU_JOBS jobs"

@@ -1,15 +1,17 @@
 # shellcheck shell=bash
 # Sourced by examples/bench/bench.sh: the database queue's rows (Laravel's jobs table,
-# migrated by the Laravel 8 app) on SQLite (a file of the bench's own) and PostgreSQL
-# (a private cluster, examples/private-postgresql.sh), luaworker against `php artisan
+# migrated by the Laravel 8 app) on SQLite (a file of the bench's own), PostgreSQL
+# (a private cluster, examples/private-postgresql.sh) and MariaDB (a database "queue"
+# on bench.sh's private server), luaworker against `php artisan
 # queue:work database`: no-op throughput with 1 and 4 processes, and luaworker's
 # one process with --concurrency=32 against queue:work's one (and the failed rows
 # a run left: PHP's workers on one SQLite file lose deletes to "database is locked",
 # see docs/database-queue.md), and push-to-start latency with the defaults
-# (--sleep=3): on SQLite both poll; on PostgreSQL luaworker listens, after
+# (--sleep=3): on SQLite and MariaDB both poll; on PostgreSQL luaworker listens, after
 # `luaworker notify install`, and queue:work polls. Both keep the cache in the app's
 # Redis (CACHE_DRIVER=redis). BENCH_DB_JOBS (5000) scales the throughput runs.
-# Uses bench.sh's tmp, HANDLERS, LW_FAST, PHP_FAST, R, now_us, latency.
+# Uses bench.sh's tmp, HANDLERS, LW_FAST, PHP_FAST, R, now_us, latency, and its
+# private MariaDB (private_mariadb_port, private_mariadb_socket).
 
 DB_JOBS=${BENCH_DB_JOBS:-5000}
 
@@ -17,13 +19,16 @@ DB_JOBS=${BENCH_DB_JOBS:-5000}
 . examples/private-postgresql.sh
 
 # KIND: the environment of both workers and of the app's dispatch on the database
-# queue of KIND (sqlite, pgsql).
+# queue of KIND (sqlite, pgsql, mysql).
 db_env() {
     case $1 in
     sqlite) echo QUEUE_CONNECTION=database DB_CONNECTION=sqlite DB_DATABASE="$tmp/queue.sqlite" \
         CACHE_DRIVER=redis ;;
     pgsql) echo QUEUE_CONNECTION=database DB_CONNECTION=pgsql DB_HOST=127.0.0.1 \
         DB_PORT="$private_postgresql_port" DB_DATABASE=postgres DB_USERNAME=postgres CACHE_DRIVER=redis ;;
+    mysql) echo QUEUE_CONNECTION=database DB_CONNECTION=mysql DB_HOST=127.0.0.1 \
+        DB_PORT="$private_mariadb_port" DB_DATABASE=queue DB_USERNAME=luaworker \
+        DB_PASSWORD="$private_mariadb_password" CACHE_DRIVER=redis ;;
     esac
 }
 
@@ -32,6 +37,7 @@ db_sql() {
     case $1 in
     sqlite) sqlite3 "$tmp/queue.sqlite" "$2" ;;
     pgsql) private_postgresql_sql "$tmp" "$2" ;;
+    mysql) mariadb --no-defaults -S "$private_mariadb_socket" -uroot queue -N -e "$2" ;;
     esac
 }
 
@@ -75,7 +81,7 @@ db_kind_bench() {
     latency "$k.lw.lat" "${lw[@]}" --quiet
     latency "$k.php.lat" php examples/laravel/artisan queue:work database --quiet
     [ "$kind" != pgsql ] || ./luaworker notify remove >/dev/null
-    unset QUEUE_CONNECTION DB_CONNECTION DB_HOST DB_PORT DB_DATABASE DB_USERNAME CACHE_DRIVER
+    unset QUEUE_CONNECTION DB_CONNECTION DB_HOST DB_PORT DB_DATABASE DB_USERNAME DB_PASSWORD CACHE_DRIVER
 }
 
 database_queue_bench() {
@@ -87,6 +93,9 @@ database_queue_bench() {
     else
         echo "   !! no private PostgreSQL (see $tmp/pg): no PostgreSQL rows" >&2
     fi
+    mariadb --no-defaults -S "$private_mariadb_socket" -uroot -e "
+        CREATE DATABASE queue; GRANT ALL ON queue.* TO 'luaworker'@'%';"
+    db_kind_bench mysql my
 }
 
 database_queue_rows() {
@@ -104,4 +113,10 @@ database_queue_rows() {
         "${R[pg.lw.lat.p50]:--}" "${R[pg.php.lat.p50]:--}"
     row "database queue (PostgreSQL): latency p99, sleep 3, luaworker listening (ms)" \
         "${R[pg.lw.lat.p99]:--}" "${R[pg.php.lat.p99]:--}"
+    row "database queue (MariaDB): no-op, 1 process (jobs/s)" "${R[my.lw1.tput]}" "${R[my.php1.tput]}"
+    row "database queue (MariaDB): no-op, 4 processes (jobs/s)" "${R[my.lw4.tput]}" "${R[my.php4.tput]}"
+    row "database queue (MariaDB): no-op, 1 process, --concurrency=32 (jobs/s)" "${R[my.lw32.tput]}" "${R[my.php1.tput]}"
+    row "database queue (MariaDB): failed rows, 4 processes" "${R[my.lw4.failed]}" "${R[my.php4.failed]}"
+    row "database queue (MariaDB): latency p50, sleep 3 (ms)" "${R[my.lw.lat.p50]}" "${R[my.php.lat.p50]}"
+    row "database queue (MariaDB): latency p99, sleep 3 (ms)" "${R[my.lw.lat.p99]}" "${R[my.php.lat.p99]}"
 }
