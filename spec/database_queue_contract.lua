@@ -1,0 +1,327 @@
+-- What Laravel's database queue does alike on every server: spec/database_queue_spec.lua
+-- calls it inside the describe of each (a real SQLite file, MariaDB and PostgreSQL
+-- server), with busted's it, before_each and assert of its file. server: luaworker's
+-- environment (env), a SQL query's rows as text (sql), a string as an SQL literal
+-- (literal), the cache table's key column as the server's grammar quotes it
+-- (key_column), and whether PHP can run beside it (php) and run jobs at the same
+-- time as luaworker (mixed).
+local H = require "spec.helpers"
+local cjson = H.json
+
+local M = {}
+
+M.HANDLERS = "spec/fixtures/database_handlers"
+local HANDLERS = M.HANDLERS
+local RAN = H.prefix .. "luaworker:ran"
+
+-- The runs recorded by both runtimes (luaworker's fixture, PHP's RunRecorder).
+function M.runs()
+    return H.json_list(RAN)
+end
+local runs = M.runs
+
+-- A string as an SQL literal, in the standard's quoting.
+function M.standard_literal(text)
+    return "'" .. text:gsub("'", "''") .. "'"
+end
+
+function M.contract(server, it, before_each, assert)
+    local function env(extra)
+        local e = server.env({ QUEUE_CONNECTION = "database" })
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+
+    local function work(args, opts)
+        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty",
+            "--tries=3" }
+        for _, a in ipairs(args or {}) do full[#full + 1] = a end
+        local r = H.run(full, { env = env(opts and opts.env) })
+        assert.are.equal(0, r.status, r.stderr)
+        return r
+    end
+
+    local function push(n, ...)
+        local args = { "push", "App\\Jobs\\Simple", cjson.encode({ n = n }) }
+        for _, a in ipairs({ ... }) do args[#args + 1] = a end
+        local r = H.run(args, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+        return r.stdout:match("%d+")
+    end
+
+    local function count(where)
+        return tonumber(server.sql("select count(*) from jobs" .. (where and " where " .. where or ""))
+            :match("%d+"))
+    end
+
+    before_each(function()
+        H.flush()
+        server.sql("delete from jobs")
+        server.sql("delete from failed_jobs")
+    end)
+
+    it("runs the jobs pushed to the jobs table, deleting each row, attempts counted in the row", function()
+        for n = 1, 3 do push(n) end
+        assert.are.equal(3, count("reserved_at is null and attempts = 0"))
+        work()
+        local seen = runs()
+        assert.are.equal(3, #seen)
+        for i, r in ipairs(seen) do
+            assert.are.same({ "lua", i, 1 }, { r.runner, r.props.n, r.attempts })
+        end
+        assert.are.equal(0, count())
+    end)
+
+    it("deletes a job that ends while the worker waits for another at once, not after --sleep",
+        function()
+        push("slow-alone")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=2", "--sleep=6" },
+            { env = env() })
+        H.wait_until(function() return #runs() == 1 end, 15, "the job to run: " .. w:stderr())
+        local ok = pcall(H.wait_until, function() return count() == 0 end, 2)
+        w:stop()
+        assert.is_true(ok, "the row of the job that ended is still there")
+    end)
+
+    it("pushes Laravel's database payload: no id and no attempts, the row's id the job's", function()
+        local id = push(4)
+        local payload = cjson.decode(server.sql("select payload from jobs where id = " .. id))
+        assert.is_nil(payload.id)
+        assert.is_nil(payload.attempts)
+        assert.are.equal("App\\Jobs\\Simple", payload.displayName)
+        work()
+        assert.are.equal(tonumber(id), runs()[1].id)
+    end)
+
+    it("releases a job as a new row with its attempts so far and the payload unchanged", function()
+        local id = push("release")
+        local before = server.sql("select payload from jobs where id = " .. id)
+        work()
+        assert.are.equal(1, count())
+        local row = server.sql("select id, attempts, reserved_at is null from jobs")
+        local new_id, attempts, unreserved = row:match("^(%d+)|(%d+)|(%S+)")
+        assert.are_not.equal(id, new_id)
+        assert.are.equal("1", attempts)
+        assert.is_truthy(unreserved == "1" or unreserved == "t")
+        assert.are.equal(before, server.sql("select payload from jobs where id = " .. new_id))
+        H.sleep(1.1)
+        work()
+        local seen = runs()
+        assert.are.same({ 1, 2 }, { seen[1].attempts, seen[2].attempts })
+        assert.are.same({ tonumber(id), tonumber(new_id) }, { seen[1].id, seen[2].id })
+        assert.are.equal(0, count())
+    end)
+
+    it("records a failed job with the row's payload and deletes the row", function()
+        local id = push("fail", "--tries=1")
+        local payload = server.sql("select payload from jobs where id = " .. id)
+        local r = work()
+        assert.matches("failing on purpose", r.stderr)
+        assert.are.equal(0, count())
+        assert.are.equal(payload, server.sql("select payload from failed_jobs"))
+        assert.are.equal("database|default\n", server.sql("select connection, queue from failed_jobs"))
+    end)
+
+    it("pushes a failed job back onto the jobs table with luaworker retry, as queue:retry, a "
+        .. "retryUntil already past made null", function()
+        local id = push("fail", "--tries=1")
+        local payload = server.sql("select payload from jobs where id = " .. id):gsub("\n$", "")
+        work()
+        local past = payload:gsub('"retryUntil":null', '"retryUntil":1000')
+        assert.are_not.equal(payload, past)
+        server.sql("insert into failed_jobs (uuid, connection, queue, payload, exception, failed_at) values "
+            .. "('past-retry-until', 'database', 'default', " .. server.literal(past)
+            .. ", 'x', '2026-01-01 00:00:00')")
+        local r = H.run({ "retry", "all" }, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal("", server.sql("select id from failed_jobs"))
+        local rows = server.sql("select payload, attempts, reserved_at is null from jobs order by id")
+        local expected = payload .. "|0|"
+        assert.are.equal(2, select(2, rows:gsub("\n", "")))
+        for line in rows:gmatch("[^\n]+") do
+            assert.are.equal(expected, line:sub(1, #expected))
+        end
+    end)
+
+    it("pops an expired reservation again, counting the attempt, and leaves a live one", function()
+        local now = os.time()
+        local stale, live = push("stale"), push("live")
+        server.sql(string.format("update jobs set reserved_at = %d, attempts = 1 where id = %s", now - 200, stale))
+        server.sql(string.format("update jobs set reserved_at = %d, attempts = 1 where id = %s", now, live))
+        work()
+        local seen = runs()
+        assert.are.equal(1, #seen)
+        assert.are.same({ "stale", 2 }, { seen[1].props.n, seen[1].attempts })
+        assert.are.equal(tostring(live), server.sql("select id from jobs"):match("%d+"))
+    end)
+
+    it("leaves a delayed job until its available_at; size counts it as delayed", function()
+        push("later", "--delay=2")
+        local r = H.run({ "size", "database" }, { env = env() })
+        assert.are.equal("default: 0 pending, 1 delayed, 0 reserved (1 in all)\n", r.stdout)
+        work()
+        assert.are.equal(0, #runs())
+        H.wait_until(function()
+            work()
+            return #runs() == 1
+        end, 10, "the delayed job to run")
+        assert.are.equal(0, count())
+    end)
+
+    it("clears a queue of the database connection, as queue:clear", function()
+        push(1)
+        push(2, "--queue=other")
+        local r = H.run({ "clear", "database" }, { env = env() })
+        assert.are.equal("Cleared 1 jobs from the [default] queue\n", r.stdout)
+        assert.are.equal(1, count("queue = 'other'"))
+    end)
+
+    if server.php then
+        it("runs the jobs PHP's jobs:dispatch pushes, and PHP's queue:work runs luaworker's", function()
+            for n = 1, 2 do
+                H.artisan({ "jobs:dispatch", "Simple", "--connection=database", "--args=[" .. n .. "]" }, env())
+            end
+            work()
+            push(3)
+            H.artisan({ "queue:work", "database", "--stop-when-empty" }, env())
+            local by = {}
+            for _, r in ipairs(runs()) do by[r.props.n] = r.runner .. ":" .. r.attempts end
+            assert.are.same({ "lua:1", "lua:1", "php:1" }, by)
+            assert.are.equal(0, count())
+        end)
+
+
+        it("releases a unique job's lock in the app's database cache store once it ran", function()
+            server.sql("delete from cache_locks")
+            local e = env({ CACHE_DRIVER = "database" })
+            H.artisan({ "jobs:dispatch", "Uniq", "--connection=database" }, e)
+            assert.matches("^laravel_cachelaravel_unique_job:App\\Jobs\\Uniquniq%-1|",
+                server.sql("select " .. server.key_column .. ", owner from cache_locks"))
+            work(nil, { env = e })
+            assert.are.equal(1, #runs())
+            assert.are.equal("", server.sql("select * from cache_locks"))
+        end)
+    end
+
+    if server.mixed then
+        it("runs each job once in a mixed fleet of PHP's queue:work and luaworker", function()
+            H.artisan({ "jobs:dispatch", "Simple", "--connection=database", "--count=120" }, env())
+            local php = H.spawn_artisan({ "queue:work", "database", "--stop-when-empty", "--sleep=0" }, env())
+            local lw = work({ "--processes=2", "--concurrency=4" })
+            local php_status = php.wait(60)
+            local left = server.sql("select id, attempts, reserved_at, available_at from jobs")
+            local failed = server.sql("select exception from failed_jobs")
+            local what = "php status " .. tostring(php_status) .. "; left: " .. left .. "\nfailed: "
+                .. failed .. "\nphp: " .. php.output() .. "\nluaworker: " .. lw.stderr
+            local ids, by = {}, { lua = 0, php = 0 }
+            for _, r in ipairs(runs()) do
+                assert.is_nil(ids[r.id], "job " .. tostring(r.id) .. " ran twice")
+                ids[r.id] = true
+                by[r.runner] = by[r.runner] + 1
+            end
+            assert.are.equal(120, by.lua + by.php, what)
+            assert.is_true(by.lua > 0)
+            assert.are.equal("", left, what)
+            assert.are.equal("", failed, what)
+        end)
+    end
+
+    it("counts maxExceptions in the app's database cache store, with no Redis at all", function()
+        server.sql("delete from cache")
+        local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })
+        local pushed = H.run({ "push", "App\\Jobs\\Quiet", "{}", "--max-exceptions=2", "--tries=5" },
+            { env = e })
+        assert.are.equal(0, pushed.status, pushed.stderr)
+        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--stop-when-empty" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("attempt 2", r.stderr)
+        assert.are.equal(0, count())
+        -- failed by its second exception (of five tries), with that exception, as Laravel
+        assert.matches("^[^\n]*quietly failing", server.sql("select exception from failed_jobs"))
+        assert.is_nil(r.stderr:find("attempt 3", 1, true))
+        -- the counter is forgotten once it failed the job
+        assert.are.equal("0", server.sql("select count(*) from cache"):match("%d+"))
+    end)
+
+    it("stops on queue:restart's signal in the app's database cache store, with no Redis at all", function()
+        server.sql("delete from cache")
+        local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.1" }, { env = e })
+        H.sleep(1.2)
+        assert.is_nil(w:status())
+        if server.php then
+            H.artisan({ "queue:restart" }, env({ CACHE_DRIVER = "database" }))
+        else
+            local r = H.run({ "restart" }, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        assert.are.equal(0, w:wait(10), w:stderr())
+        assert.matches("^laravel_cacheilluminate:queue:restart|i:%d+;|%d+\n$",
+            server.sql("select " .. server.key_column .. ", value, expiration from cache"))
+    end)
+
+    it("runs each job once with four processes taking jobs at once", function()
+        local script = H.tmpdir() .. "/push.lua"
+        H.write_file(script, [[
+local luaworker = require "luaworker"
+for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
+]])
+        local pushed = H.run({ "lua", script }, { env = env() })
+        assert.are.equal(0, pushed.status, pushed.stderr)
+        assert.are.equal(150, count())
+        local r = work({ "--processes=4", "--concurrency=3" })
+        local seen = {}
+        for _, run in ipairs(runs()) do
+            assert.is_nil(seen[run.id], "job " .. tostring(run.id) .. " ran twice")
+            seen[run.id] = true
+            assert.are.equal(1, run.attempts)
+        end
+        assert.are.equal(150, #runs(), r.stderr)
+        assert.are.equal(0, count())
+        assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
+    end)
+
+    it("fails at once a job whose process was ended for running past its timeout, on its last try",
+        function()
+        push("busy", "--timeout=1", "--tries=1")
+        local r = work()
+        assert.matches("ran past its timeout of 1s; its process was ended; failed", r.stderr)
+        assert.are.equal(0, count())
+        local exception = server.sql("select exception from failed_jobs")
+        -- (Laravel before 10.10 words a timeout as MaxAttemptsExceededException)
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Simple has been "
+            .. "attempted too many times", exception)
+        assert.matches('s:4:\\"busy', server.sql("select payload from failed_jobs"), 1, true)
+        assert.is_nil(runs()[1], "the job never got to record its run")
+    end)
+
+    it("does not pop again a job that ran past retry_after and ended, its delete going with that pop",
+        function()
+        push("slow1")
+        push("next")
+        -- --concurrency=1: no pop while the slow job runs (1.5 s, past retry_after 1)
+        work({ "--concurrency=1" }, { env = { DB_QUEUE_RETRY_AFTER = "1" } })
+        local n = {}
+        for _, r in ipairs(runs()) do n[#n + 1] = r.props.n .. ":" .. r.attempts end
+        assert.are.same({ "slow1:1", "next:1" }, n)
+        assert.are.equal(0, count())
+    end)
+
+    it("gives back the jobs a stop finds popped and not started, their attempts uncounted", function()
+        -- one pop takes a job per free slot (5); the first keeps the CPU past
+        -- --max-time, so the worker stops with four popped and not started, and the
+        -- supervisor's next worker finds them available
+        push("busy")
+        for n = 2, 5 do push(n) end
+        local r = work({ "--concurrency=5", "--max-time=1" })
+        local seen = {}
+        for _, run in ipairs(runs()) do
+            assert.is_nil(seen[run.props.n], run.props.n .. " ran twice")
+            seen[run.props.n] = true
+            assert.are.equal(1, run.attempts)
+        end
+        assert.are.equal(5, #runs(), r.stderr)
+        assert.are.equal(0, count())
+    end)
+end
+return M
