@@ -307,6 +307,66 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.are.equal(0, count())
     end)
 
+    -- Runs a script inside luaworker that inserts rows of App\Jobs\Simple with
+    -- props.n of each name in names, padded (a payload key of its own) to bytes.
+    local function insert_padded(names, bytes)
+        local script = H.tmpdir() .. "/padded.lua"
+        H.write_file(script, string.format([[
+local luaworker = require "luaworker"
+local db = luaworker.db()
+for _, n in ipairs(%s) do
+    local command = string.format('O:15:"App\\Jobs\\Simple":1:{s:1:"n";s:%%d:"%%s";}', #n, n)
+    local payload = luaworker.json.encode({ uuid = "padded-" .. n, displayName = "App\\Jobs\\Simple",
+        job = "Illuminate\\Queue\\CallQueuedHandler@call", pad = string.rep("p", %d),
+        data = { commandName = "App\\Jobs\\Simple", command = command } })
+    db:insert("insert into jobs (queue, payload, attempts, available_at, created_at) "
+        .. "values ('default', ?, 0, ?, ?)", { payload, os.time(), os.time() })
+end
+]], '{ "' .. table.concat(names, '", "') .. '" }', bytes))
+        local r = H.run({ "lua", script }, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+    end
+
+    it("leaves a row whose payload is longer than a quarter of --memory-limit as it is, attempts "
+        .. "uncounted, says so once, and runs the jobs behind it", function()
+        insert_padded({ "big" }, 5 * 1048576)
+        for n = 1, 3 do push(n) end
+        -- it was: "error while taking a job: ... does not fit under --memory-limit=16"
+        -- at every pop, and no job of the queue ran
+        local r = work({ "--memory-limit=16", "--concurrency=2" })
+        local ran = {}
+        for _, run in ipairs(runs()) do ran[#ran + 1] = run.props.n .. ":" .. run.attempts end
+        table.sort(ran)
+        assert.are.same({ "1:1", "2:1", "3:1" }, ran, r.stderr)
+        assert.are.equal(1, count("attempts = 0 and reserved_at is null"))
+        local _, said = r.stderr:gsub("has a payload of 52%d+ bytes, longer than the 4194304 bytes a pop may "
+            .. "take under %-%-memory%-limit=16 %(a quarter of it%): it stays in table jobs", "")
+        assert.are.equal(1, said, r.stderr)
+        -- a worker that can hold it runs it
+        work({ "--memory-limit=64" })
+        assert.are.equal("big:1", runs()[4].props.n .. ":" .. runs()[4].attempts)
+        assert.are.equal(0, count())
+    end)
+
+    it("pops no more payloads at once than a quarter of --memory-limit, each job run once on its "
+        .. "first attempt", function()
+        -- 8 free slots, 8 rows of 2.2 MB: a pop takes 7 (15.4 MB of the 16 a quarter
+        -- of 64 is) and, on PostgreSQL, gives the 8th back at once; their payloads are
+        -- read after the rows are chosen (a pop's reply holds only those of up to 2 MB:
+        -- 16 / 8). (The rows' 17.6 MB would fit in the heap too: this checks that
+        -- path, each job once, no attempt charged to a row given back; a reply that
+        -- could not fit fails the case above.)
+        local names = {}
+        for n = 1, 8 do names[n] = "m" .. n end
+        insert_padded(names, math.floor(2.2 * 1048576))
+        local r = work({ "--memory-limit=64", "--concurrency=8" })
+        local ran = {}
+        for _, run in ipairs(runs()) do ran[#ran + 1] = run.props.n .. ":" .. run.attempts end
+        table.sort(ran)
+        assert.are.same({ "m1:1", "m2:1", "m3:1", "m4:1", "m5:1", "m6:1", "m7:1", "m8:1" }, ran, r.stderr)
+        assert.are.equal(0, count())
+    end)
+
     it("gives back the jobs a stop finds popped and not started, their attempts uncounted", function()
         -- one pop takes a job per free slot (5); the first keeps the CPU past
         -- --max-time, so the worker stops with four popped and not started, and the

@@ -34,6 +34,16 @@ function M.app_dir()
     return env_file and (env_file:match("^(.*)/[^/]*$") or ".")
 end
 
+-- The most bytes of payloads one pop may take: a quarter of --memory-limit (a
+-- payload reaches the Lua heap beside what it holds already, with copies of it: the
+-- reserved copy, the decoded payload, the job's command), or nil without a limit. A
+-- payload longer than that alone is never run by this worker.
+function M.max_pop_bytes()
+    local limit = M.options.memory_limit or 0
+    if limit <= 0 then return nil end
+    return math.floor(limit * 1048576 / 4)
+end
+
 -- Whether the Laravel version luaworker speaks (--laravel, or the app's) is at least
 -- major.minor: a behaviour that version brought applies.
 function M.laravel_at_least(major, minor)

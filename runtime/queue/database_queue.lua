@@ -130,12 +130,70 @@ end
 -- Pops take at most this many rows at once.
 M.POP_MOST = 100
 
+-- The SQL of the length in bytes of column (SQLite's length() counts a text's
+-- characters; MySQL's and MariaDB's counts bytes).
+local function bytes_of(driver, column)
+    if driver == "pgsql" then return "octet_length(" .. column .. ")" end
+    if driver == "sqlite" then return "length(cast(" .. column .. " as blob))" end
+    return "length(" .. column .. ")"
+end
+
+-- The columns a pop reads of column payload (qualified as the statement needs):
+-- with max_bytes, its length as bytes, and the payload itself only when it is no
+-- longer than a limit-th of max_bytes, so that the reply holds at most max_bytes
+-- of payloads (the others are read once the pop has chosen: read_payloads).
+local function payload_columns(driver, payload, max_bytes, limit)
+    if not max_bytes then return payload .. " as payload" end
+    local bytes = bytes_of(driver, payload)
+    return string.format("%s as bytes, case when %s <= %d then %s end as payload", bytes, bytes,
+        math.floor(max_bytes / limit), payload)
+end
+
+-- With max_bytes, the condition that keeps out of a pop a row whose payload is
+-- longer than that (it stays as it is: M.oversized finds it).
+local function fits(driver, max_bytes)
+    if not max_bytes then return "" end
+    return string.format(" and %s <= %d", bytes_of(driver, "payload"), max_bytes)
+end
+
+-- Of rows (by id, as popped), the first ones whose payloads together stay within
+-- max_bytes (the first always), and the others.
+local function within(rows, max_bytes)
+    if not max_bytes then return rows, {} end
+    local taken, others, total = {}, {}, 0
+    for _, row in ipairs(rows) do
+        local bytes = tonumber(row.bytes) or 0
+        if #taken == 0 or (#others == 0 and total + bytes <= max_bytes) then
+            taken[#taken + 1] = row
+            total = total + bytes
+        else
+            others[#others + 1] = row
+        end
+    end
+    return taken, others
+end
+
+-- Reads on d the payloads of rows that the pop's reply left out (payload_columns).
+local function read_payloads(self, d, rows)
+    local ids, by_id = {}, {}
+    for _, row in ipairs(rows) do
+        if type(row.payload) ~= "string" then
+            ids[#ids + 1] = row.id
+            by_id[tostring(row.id)] = row
+        end
+    end
+    if #ids == 0 then return end
+    for _, r in ipairs(d:select("select id, payload from " .. self.table .. " where id" .. in_list(#ids), ids)) do
+        by_id[tostring(r.id)].payload = r.payload
+    end
+end
+
 -- The records of rows (as popped), by id, reserved now.
 local function records(q, rows, now)
     local list = {}
     for i, row in ipairs(rows) do
         list[i] = { id = row.id, queue = q, payload = row.payload, attempts = tonumber(row.attempts),
-            reserved_at = now }
+            reserved_at = now, bytes = tonumber(row.bytes) }
     end
     table.sort(list, function(a, b) return tonumber(a.id) < tonumber(b.id) end)
     return list
@@ -145,8 +203,9 @@ end
 -- ends), one round trip instead of five: the deletes, then the rows locked and
 -- reserved, their attempts counted from the rows as locked. The parts of one
 -- statement see the same rows: a row being deleted (a job that ran past
--- retry_after and ended) is kept out of the pop by name.
-local function pop_in_one_statement(self, q, deletes, limit, lock, now)
+-- retry_after and ended) is kept out of the pop by name. Rows past max_bytes are
+-- given back at once (unreserve), and payloads the reply left out read after it.
+local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes)
     local t, bindings, head, unlike = self.table, {}, "with ", ""
     if #deletes > 500 then
         -- (a statement's bindings are limited: many deletes go first, in batches)
@@ -160,11 +219,16 @@ local function pop_in_one_statement(self, q, deletes, limit, lock, now)
     end
     local n = #bindings
     bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after, now
-    return records(q, self.db:select(head .. "next as (select id from " .. t
+    local rows = self.db:select(head .. "next as (select id from " .. t
         .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))" .. unlike
-        .. " order by id asc limit " .. limit .. lock .. ") update " .. t .. " set reserved_at = ?, "
-        .. "attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id returning "
-        .. t .. ".id, " .. t .. ".attempts, " .. t .. ".payload", bindings), now)
+        .. fits("pgsql", max_bytes) .. " order by id asc limit " .. limit .. lock .. ") update " .. t
+        .. " set reserved_at = ?, attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id "
+        .. "returning " .. t .. ".id, " .. t .. ".attempts, "
+        .. payload_columns("pgsql", t .. ".payload", max_bytes, limit), bindings)
+    local taken, others = within(records(q, rows, now), max_bytes)
+    if #others > 0 then self:unreserve(others) end
+    read_payloads(self, self.db, taken)
+    return taken
 end
 
 -- Laravel's pop, of up to limit jobs at once (1 by default; at most POP_MOST): in one
@@ -172,20 +236,27 @@ end
 -- now with their attempts counted. Returns the jobs' records, by id, {id =, queue =,
 -- payload =, attempts = (counting this one), reserved_at =}; none when q has none.
 -- deletes (optional): ids of jobs that ended, deleted first in the same transaction
--- (Laravel's deleteReserved of each; one commit instead of two).
-function Queue:pop(q, deletes, limit)
+-- (Laravel's deleteReserved of each; one commit instead of two). max_bytes
+-- (optional): the most bytes of payloads the pop takes (the first row always); a
+-- row whose payload alone is longer is left as it is (M.oversized finds it).
+function Queue:pop(q, deletes, limit, max_bytes)
     local lock = self:lock_clause()
     local now = host.now()
     deletes = deletes or {}
     limit = math.max(1, math.min(math.floor(limit or 1), M.POP_MOST))
-    if self.db.driver_name == "pgsql" then return pop_in_one_statement(self, q, deletes, limit, lock, now) end
+    local driver = self.db.driver_name
+    if driver == "pgsql" then
+        return pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes)
+    end
     return self.db:transaction(function(d)
         if #deletes > 0 then delete_rows(self, d, deletes) end
-        local rows = d:select("select id, attempts, payload from " .. self.table
-            .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
-            .. "(reserved_at <= ?)) order by id asc limit " .. limit .. lock,
+        local rows = d:select("select id, attempts, " .. payload_columns(driver, "payload", max_bytes, limit)
+            .. " from " .. self.table .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
+            .. "(reserved_at <= ?))" .. fits(driver, max_bytes) .. " order by id asc limit " .. limit .. lock,
             { q, now, now - self.retry_after })
         if #rows == 0 then return {} end
+        rows = within(rows, max_bytes)
+        read_payloads(self, d, rows)
         local ids = { now }
         for i, row in ipairs(rows) do
             ids[i + 1] = row.id
@@ -195,6 +266,18 @@ function Queue:pop(q, deletes, limit)
             .. in_list(#rows), ids)
         return records(q, rows, now)
     end)
+end
+
+-- The rows of q a pop could take but for their payloads, longer than max_bytes: up
+-- to 10, by id, {id =, bytes =}.
+function Queue:oversized(q, max_bytes)
+    local now = host.now()
+    local bytes = bytes_of(self.db.driver_name, "payload")
+    local rows = self.db:select("select id, " .. bytes .. " as bytes from " .. self.table
+        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?)) and "
+        .. bytes .. " > ? order by id asc limit 10", { q, now, now - self.retry_after, max_bytes })
+    for i, row in ipairs(rows) do rows[i] = { id = row.id, bytes = tonumber(row.bytes) } end
+    return rows
 end
 
 -- Gives back jobs popped that did not start (records as pop returned them): each

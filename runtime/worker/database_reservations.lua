@@ -186,18 +186,47 @@ local function take_popped()
     return job
 end
 
+-- A row a pop leaves for its payload's length (see M.next_job) is said once, when a
+-- pop of its queue finds nothing, looked for at most every OVERSIZED_EVERY seconds.
+local OVERSIZED_EVERY = 60
+local oversized_said = {}    -- row id -> true
+local oversized_looked = {}  -- queue -> host.clock() of the last look
+
+local function say_oversized(q, max_bytes)
+    local clock = host.clock()
+    if oversized_looked[q] and clock - oversized_looked[q] < OVERSIZED_EVERY then return end
+    oversized_looked[q] = clock
+    local ok, rows = pcall(jobs_table.oversized, jobs_table, q, max_bytes)
+    if not ok then return end  -- (the next pop says what is wrong with the database)
+    for _, row in ipairs(rows) do
+        local id = tostring(row.id)
+        if not oversized_said[id] then
+            oversized_said[id] = true
+            output.error(string.format("queue %s: job %s has a payload of %d bytes, longer than the %d "
+                .. "bytes a pop may take under --memory-limit=%d (a quarter of it): it stays in table %s, "
+                .. "not popped, for a worker that can hold it (a larger --memory-limit, or PHP's "
+                .. "queue:work)", output.text(q), id, row.bytes, max_bytes, options.memory_limit,
+                jobs_table.table))
+        end
+    end
+end
+
 -- Worker::getNextJob: the first queue in --queue order that is not paused and has
--- an available job wins; up to limit jobs of it (the free slots), in one pop.
--- Returns one (the others come with the next calls) or nil; raises what the
--- database raises.
+-- an available job wins; up to limit jobs of it (the free slots), in one pop, whose
+-- payloads together fit in a quarter of --memory-limit (settings.max_pop_bytes: the
+-- first always). A row whose payload alone is longer is never popped: it stays as
+-- it is, attempts uncounted, for a worker that can hold it, and the jobs behind it
+-- run (said once: say_oversized). Returns one (the others come with the next calls)
+-- or nil; raises what the database raises.
 function M.next_job(queues, limit)
     events.fire("popping", nil, nil, { queue = options.queue_list })
     if #popped > 0 then return take_popped() end
+    local max_bytes = settings.max_pop_bytes()
     for _, q in ipairs(queues) do
         if not paused(q) then
             local ids = deletes
             deletes = {}
-            local ok, list = pcall(waited_out, function() return jobs_table:pop(q, ids, limit) end)
+            local ok, list = pcall(waited_out, function() return jobs_table:pop(q, ids, limit, max_bytes) end)
             if not ok then
                 for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
                 error(list, 0)
@@ -206,6 +235,7 @@ function M.next_job(queues, limit)
                 popped = list
                 return take_popped()
             end
+            if max_bytes then say_oversized(q, max_bytes) end
         end
     end
     return nil

@@ -122,15 +122,6 @@ local function report_unusable(q, problem, record_id)
         q, problem, record_id, store == "luaworker-redis" and "" or "QUEUE_FAILED_DRIVER=luaworker-redis "))
 end
 
--- The most bytes of payloads a pop may take: a quarter of --memory-limit, since a
--- payload and its reserved copy reach the Lua heap together, beside what it holds
--- already, and the job then decodes the payload (nil: no limit).
-local function max_pop_bytes()
-    local limit = options.memory_limit or 0
-    if limit <= 0 then return nil end
-    return math.floor(limit * 1048576 / 4)
-end
-
 -- The arguments of a pop of up to count jobs of q (queue.pop), numbering its jobs.
 local function pop_args(q, count)
     local now = host.now()
@@ -139,7 +130,7 @@ local function pop_args(q, count)
     return { now = now, retry_after = options.retry_after, connection = settings.connection_name,
         count = count, worker = id, number = number, ttl = options.retry_after + RECORD_MARGIN,
         heartbeat_ms = math.floor(ttl * 1000), heartbeat = options.queue_list,
-        finished_below = M.finished_below(), max_bytes = max_pop_bytes() }, number
+        finished_below = M.finished_below(), max_bytes = settings.max_pop_bytes() }, number
 end
 
 -- The number below which every job this worker took is finished: the first one
