@@ -10,15 +10,15 @@ return { handle = function(job)
     if job:payload().data.release then job:release(60) end
 end }
 ]],
-    -- sleeps 0.05 s at a time until 2 s (whole seconds of os.time) passed, unless its
-    -- interrupted() was called; records how many sleeps it took
+    -- sleeps 0.05 s at a time until 4 s (whole seconds of os.time: 3 to 4) passed,
+    -- unless its interrupted() was called; records how many sleeps it took
     ["App/Jobs/Long.lua"] = [[
 local luaworker = require "luaworker"
 local stop = {}
 return {
     handle = function(job)
         luaworker.redis("RPUSH", "spec:events", "long:started")
-        local sleeps, deadline = 0, os.time() + 2
+        local sleeps, deadline = 0, os.time() + 4
         while os.time() < deadline do
             if stop[job:id()] then
                 luaworker.redis("RPUSH", "spec:events", "long:ended_early:" .. stop[job:id()])
@@ -35,18 +35,33 @@ return {
     end or nil,
 }
 ]],
-    -- sleeps 1 s; its interrupted() raises, after waiting a little (a job in trouble)
+    -- sleeps 3 s; its interrupted() raises, after waiting a little (a job in trouble)
     ["App/Jobs/Trouble.lua"] = [[
 local luaworker = require "luaworker"
 return {
     handle = function(job)
         luaworker.redis("RPUSH", "spec:events", "trouble:started")
-        luaworker.sleep(1)
+        luaworker.sleep(3)
         luaworker.redis("RPUSH", "spec:events", "trouble:ended")
     end,
     interrupted = function(job, command, signal)
         luaworker.sleep(0.05)
         error("interrupted() of a job in trouble")
+    end,
+}
+]],
+    -- sleeps 3 s; its interrupted() waits a minute (a job in trouble)
+    ["App/Jobs/Stuck.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    handle = function(job)
+        luaworker.redis("RPUSH", "spec:events", "stuck:started")
+        luaworker.sleep(3)
+        luaworker.redis("RPUSH", "spec:events", "stuck:ended")
+    end,
+    interrupted = function(job, command, signal)
+        luaworker.redis("RPUSH", "spec:events", "stuck:interrupted")
+        luaworker.sleep(60)
     end,
 }
 ]],
@@ -136,8 +151,8 @@ describe("the newer worker events", function()
         assert.are.equal(0, w:wait(10), w:stderr())
         seen("long:ended")
         assert.are.equal(0, H.r("LLEN", "queues:default"))
-        -- each sleep slept (the one the signal ended aside): at most 3 s / 0.05 s
-        assert.is_true(tonumber(H.r("GET", "spec:sleeps")) <= 61, H.r("GET", "spec:sleeps") .. " sleeps")
+        -- each sleep slept (the one the signal ended aside): at most 4 s / 0.05 s
+        assert.is_true(tonumber(H.r("GET", "spec:sleeps")) <= 81, H.r("GET", "spec:sleeps") .. " sleeps")
     end)
 
     it("JobInterrupted: a stop signal calls interrupted() of each job in flight whose handler has it, "
@@ -182,6 +197,28 @@ describe("the newer worker events", function()
         assert.are.equal(0, H.r("ZCARD", "queues:default:reserved"))
         assert.are.equal(0, H.r("ZCARD", "queues:default:delayed"))
         assert.is_nil(next(H.failed_record("t1")))
+        assert.are.equal("stopping", events()[#events()])
+    end)
+
+    it("JobInterrupted: an interrupted() that waits holds up neither the job beside it nor the "
+        .. "worker's stop", function()
+        -- (it was: each interrupted() ran in turn in one task, so the job after it was
+        -- told only when the first returned, a minute later, after it had ended)
+        H.push(H.payload({ id = "s1", displayName = "App\\Jobs\\Stuck",
+            data = { commandName = "App\\Jobs\\Stuck", command = 'O:14:"App\\Jobs\\Stuck":0:{}' } }))
+        H.push(long_job("l5"))
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
+            { env = { SPEC_INTERRUPTIBLE = "1" } })
+        seen("stuck:started")
+        seen("long:started")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        local e = table.concat(events(), " ")
+        assert.matches("job_interrupted:s1:15 stuck:interrupted job_interrupted:l5:15", e, 1, true)
+        assert.matches("long:ended_early:15", e, 1, true)
+        assert.matches("stuck:ended", e, 1, true)
+        assert.are.equal(0, H.r("LLEN", "queues:default"))
+        assert.are.equal(0, H.r("ZCARD", "queues:default:reserved"))
         assert.are.equal("stopping", events()[#events()])
     end)
 

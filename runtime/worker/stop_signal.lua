@@ -20,7 +20,10 @@ local M = {}
 local done = false
 
 -- The stop signal arrived (signal: its number): WorkerInterrupted, then each job in
--- flight's interruption. Once per process.
+-- flight's interruption, in job order: JobInterrupted, then the handler's
+-- interrupted() in a task of its own, so that one that waits or raises is that
+-- job's alone (an error is logged; one still waiting when the worker exits is left
+-- unfinished). Once per process.
 function M.interrupted(signal)
     if done then return end
     done = true
@@ -30,10 +33,11 @@ function M.interrupted(signal)
         if handler and type(handler.interrupted) == "function" then
             local command = call_queued_handler.command_of(job)
             events.fire_safely("job_interrupted", job, nil, { signal = signal })
-            local ok, _, trace = task.run(handler.interrupted, job, command, signal)
-            if not ok then
-                output.error("error in interrupted() of " .. output.text(job:name()) .. ": " .. trace, job)
-            end
+            task.spawn(function(_, ok, _, trace)
+                if not ok then
+                    output.error("error in interrupted() of " .. output.text(job:name()) .. ": " .. trace, job)
+                end
+            end, nil, handler.interrupted, job, command, signal)
         end
     end
 end
