@@ -175,18 +175,25 @@ describe("the newer worker events", function()
         assert.are.equal("stopping", events()[#events()])
     end)
 
-    it("JobInterrupted: an interrupted() that raises is that job's alone: it is logged, the job beside "
-        .. "it is interrupted, both end and the worker stops", function()
-        H.push(H.payload({ id = "t1", displayName = "App\\Jobs\\Trouble",
-            data = { commandName = "App\\Jobs\\Trouble", command = 'O:16:"App\\Jobs\\Trouble":0:{}' } }))
-        H.push(long_job("l4"))
+    -- A job of App\Jobs\<class> (id) in trouble and a Long one (long_id) in flight,
+    -- then TERM; the worker has exited 0. Returns it and the events, in a line.
+    local function interrupt_beside(class, id, long_id)
+        H.push(H.payload({ id = id, displayName = "App\\Jobs\\" .. class, data = {
+            commandName = "App\\Jobs\\" .. class,
+            command = string.format('O:%d:"App\\Jobs\\%s":0:{}', #class + 9, class) } }))
+        H.push(long_job(long_id))
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
             { env = { SPEC_INTERRUPTIBLE = "1" } })
-        seen("trouble:started")
+        seen(class:lower() .. ":started")
         seen("long:started")
         w:kill("TERM")
         assert.are.equal(0, w:wait(10), w:stderr())
-        local e = table.concat(events(), " ")
+        return w, table.concat(events(), " ")
+    end
+
+    it("JobInterrupted: an interrupted() that raises is that job's alone: it is logged, the job beside "
+        .. "it is interrupted, both end and the worker stops", function()
+        local w, e = interrupt_beside("Trouble", "t1", "l4")
         assert.matches("job_interrupted:t1:15 job_interrupted:l4:15", e, 1, true)
         assert.matches("long:ended_early:15", e, 1, true)
         assert.matches("trouble:ended", e, 1, true)
@@ -204,16 +211,7 @@ describe("the newer worker events", function()
         .. "worker's stop", function()
         -- (it was: each interrupted() ran in turn in one task, so the job after it was
         -- told only when the first returned, a minute later, after it had ended)
-        H.push(H.payload({ id = "s1", displayName = "App\\Jobs\\Stuck",
-            data = { commandName = "App\\Jobs\\Stuck", command = 'O:14:"App\\Jobs\\Stuck":0:{}' } }))
-        H.push(long_job("l5"))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
-            { env = { SPEC_INTERRUPTIBLE = "1" } })
-        seen("stuck:started")
-        seen("long:started")
-        w:kill("TERM")
-        assert.are.equal(0, w:wait(10), w:stderr())
-        local e = table.concat(events(), " ")
+        local _, e = interrupt_beside("Stuck", "s1", "l5")
         assert.matches("job_interrupted:s1:15 stuck:interrupted job_interrupted:l5:15", e, 1, true)
         assert.matches("long:ended_early:15", e, 1, true)
         assert.matches("stuck:ended", e, 1, true)
