@@ -92,8 +92,11 @@ end
 
 describe("the newer worker events", function()
     local handlers
+    -- (a worker a failed case leaves is stopped)
+    local workers = H.worker_set()
     setup(function() handlers = H.handlers(HANDLERS) end)
     before_each(function() H.flush() end)
+    after_each(workers.stop_all)
 
     local function events() return H.r("LRANGE", "spec:events", 0, -1) end
     local function seen(what)
@@ -105,7 +108,7 @@ describe("the newer worker events", function()
     it("fire as hooks: released, idle, pausing and resuming, queue paused and resumed, interrupted", function()
         H.push(job("a"))
         H.push(job("r", true))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--queue=default,low",
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--queue=default,low",
             "--laravel=12.40" })
         seen("idle")
         local e = events()
@@ -145,7 +148,7 @@ describe("the newer worker events", function()
         -- (a signal ended every wakeable sleep, including those it started: such a job
         -- kept the worker in that loop for good)
         H.push(long_job("l1"))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05" })
         seen("long:started")
         w:kill("TERM")
         assert.are.equal(0, w:wait(10), w:stderr())
@@ -159,7 +162,7 @@ describe("the newer worker events", function()
         .. "after WorkerInterrupted", function()
         H.push(long_job("l2"))
         H.push(long_job("l3"))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
             { env = { SPEC_INTERRUPTIBLE = "1" } })
         H.wait_until(function()
             local n = 0
@@ -182,7 +185,7 @@ describe("the newer worker events", function()
             commandName = "App\\Jobs\\" .. class,
             command = string.format('O:%d:"App\\Jobs\\%s":0:{}', #class + 9, class) } }))
         H.push(long_job(long_id))
-        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--concurrency=2" },
             { env = { SPEC_INTERRUPTIBLE = "1" } })
         seen(class:lower() .. ":started")
         seen("long:started")
