@@ -387,6 +387,10 @@ describe("luaworker.db and failed_jobs on MariaDB, as a hostile handler and serv
             ["App/Jobs/Failing.lua"] = [[return { handle = function() error("lua says no") end }]],
             ["App/Jobs/Beside.lua"] = [[return { handle = function() require("luaworker").redis("RPUSH", "spec:beside", "ran") end }]],
         })
+        local function aborted()
+            return tonumber(server.root("show global status like 'Aborted_clients'"):match("(%d+)%s*$"))
+        end
+        local aborted_before = aborted()
         local p = payload("App\\Jobs\\Failing", 1, nil, blob(17 * 1024 * 1024))
         local text = H.push(p)
         H.push(payload("App\\Jobs\\Beside", 2))
@@ -403,6 +407,10 @@ describe("luaworker.db and failed_jobs on MariaDB, as a hostile handler and serv
         assert.is_true(record.payload == text, "the failed record is not in Redis; rows in the table: "
             .. server.root("select count(*) from failed_jobs") .. "; stderr: " .. w:stderr():sub(1, 3000))
         assert.are.equal(0, H.r("ZCARD", RESERVED))
+        -- refused before it was sent (it was sent, and the server, refusing it, closed
+        -- the connection: an aborted client; its reply 1153 sometimes came after the
+        -- close was seen, as "2006 Server has gone away", which reads as an outage)
+        assert.are.equal(aborted_before, aborted())
     end)
 
     it("reads a statement's 500,000 result sets without crashing, and the job beside it finishes",

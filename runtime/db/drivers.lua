@@ -272,6 +272,32 @@ local function mysql_settings()
     return s
 end
 
+-- A statement whose packet passes the server's max_allowed_packet is refused before
+-- it is sent, with the error the server gives it (1153), since the server may
+-- instead just close the connection, which then reads as a lost one ("2006 Server
+-- has gone away") and is waited out for good. The limit is asked of the server
+-- once per connection, for the first statement over PACKET_CHECKED_FROM bytes.
+local PACKET_CHECKED_FROM = 65536
+local PACKET_MARGIN = 1024          -- the packet's own bytes beyond the values
+local max_packets = setmetatable({}, { __mode = "k" })  -- connection -> its limit
+
+local function check_packet(conn, bytes)
+    local limit = max_packets[conn]
+    if not limit then
+        -- true, rows | false, message, kind, sqlstate, errno
+        local ok, rows, kind, state, errno = host.mysql_query(conn, "select @@max_allowed_packet as m", 0)
+        if not ok then
+            if kind == "connection" then host.mysql_close(conn) end
+            statement_error(state, errno, rows, kind == "connection")
+        end
+        limit = tonumber(rows[1] and rows[1].m) or math.huge
+        max_packets[conn] = limit
+    end
+    if bytes + PACKET_MARGIN > limit then
+        statement_error("08S01", 1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+    end
+end
+
 drivers.mysql = {
     settings = mysql_settings,
     details = function(s) return { host = s.host, port = s.port, database = s.database, socket = s.socket } end,
@@ -295,8 +321,13 @@ drivers.mysql = {
     id = function(conn) return host.mysql_thread_id(conn) end,
     ending = function(id) return string.format("KILL %d", id) end,
     query = function(conn, sql, bindings, n)
-        local params = {}
-        for i = 1, n do params[i] = binding(bindings[i], i) end
+        local params, bytes = {}, #sql
+        for i = 1, n do
+            local v = binding(bindings[i], i)
+            params[i] = v
+            bytes = bytes + (type(v) == "string" and #v or 0) + 9
+        end
+        if bytes > PACKET_CHECKED_FROM then check_packet(conn, bytes) end
         -- true, rows, affected | false, message, kind, sqlstate, errno (vm_push_error's)
         local ok, a, b, state, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
         if not ok then
