@@ -157,6 +157,22 @@ describe("luaworker on payload values with control characters", function()
     end)
 end)
 
+describe("luaworker on a payload that names no job", function()
+    before_each(function() H.flush() end)
+
+    it("prints its name as empty, as Laravel prints a null one, and fails it at --tries", function()
+        local p = H.payload({ id = "nameless" })
+        p.displayName, p.job, p.data = nil, nil, nil
+        H.push(p)
+        local r = H.run({ "work", "--handlers=" .. H.handlers({}), "--stop-when-empty", "--no-watch",
+            "--sleep=0.05", "--tries=1" })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.is_nil(r.stdout:find("nil", 1, true), r.stdout)
+        assert.matches("[nameless] Failed:     \n", r.stdout, 1, true)
+        assert.are.equal(1, H.r("ZCARD", H.prefix .. "luaworker:failed_jobs"))
+    end)
+end)
+
 describe("luaworker on a payload too large for its --memory-limit", function()
     before_each(function() H.flush() end)
 

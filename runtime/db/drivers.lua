@@ -281,21 +281,39 @@ local PACKET_CHECKED_FROM = 65536
 local PACKET_MARGIN = 1024          -- the packet's own bytes beyond the values
 local max_packets = setmetatable({}, { __mode = "k" })  -- connection -> its limit
 
+local mysql_query  -- (below: the statement a check_packet of its own runs through)
+
 local function check_packet(conn, bytes)
     local limit = max_packets[conn]
     if not limit then
-        -- true, rows | false, message, kind, sqlstate, errno
-        local ok, rows, kind, state, errno = host.mysql_query(conn, "select @@max_allowed_packet as m", 0)
-        if not ok then
-            if kind == "connection" then host.mysql_close(conn) end
-            statement_error(state, errno, rows, kind == "connection")
-        end
+        local rows = mysql_query(conn, "select @@max_allowed_packet as m", {}, 0)
         limit = tonumber(rows[1] and rows[1].m) or math.huge
         max_packets[conn] = limit
     end
     if bytes + PACKET_MARGIN > limit then
         statement_error("08S01", 1153, "Got a packet bigger than 'max_allowed_packet' bytes")
     end
+end
+
+-- Runs sql with n bindings on conn: rows and the rows affected, or raises the
+-- statement's QueryException (a lost connection closed first).
+mysql_query = function(conn, sql, bindings, n)
+    local params, bytes = {}, #sql
+    for i = 1, n do
+        local v = binding(bindings[i], i)
+        params[i] = v
+        bytes = bytes + (type(v) == "string" and #v or 0) + 9
+    end
+    if bytes > PACKET_CHECKED_FROM then check_packet(conn, bytes) end
+    -- true, rows, affected | false, message, kind, sqlstate, errno (vm_push_error's)
+    local ok, a, b, state, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
+    if not ok then
+        local message, kind = a, b
+        if kind == "memory" then fail(message) end
+        if kind == "connection" then host.mysql_close(conn) end
+        statement_error(state, errno, message, kind == "connection")
+    end
+    return a, b
 end
 
 drivers.mysql = {
@@ -320,24 +338,7 @@ drivers.mysql = {
     close = function(conn) host.mysql_close(conn) end,
     id = function(conn) return host.mysql_thread_id(conn) end,
     ending = function(id) return string.format("KILL %d", id) end,
-    query = function(conn, sql, bindings, n)
-        local params, bytes = {}, #sql
-        for i = 1, n do
-            local v = binding(bindings[i], i)
-            params[i] = v
-            bytes = bytes + (type(v) == "string" and #v or 0) + 9
-        end
-        if bytes > PACKET_CHECKED_FROM then check_packet(conn, bytes) end
-        -- true, rows, affected | false, message, kind, sqlstate, errno (vm_push_error's)
-        local ok, a, b, state, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
-        if not ok then
-            local message, kind = a, b
-            if kind == "memory" then fail(message) end
-            if kind == "connection" then host.mysql_close(conn) end
-            statement_error(state, errno, message, kind == "connection")
-        end
-        return a, b
-    end,
+    query = mysql_query,
 }
 
 -- SQLite (libsqlite3, in place) -----------------------------------------------------

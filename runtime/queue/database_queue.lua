@@ -39,6 +39,10 @@ end
 local Queue = {}
 Queue.__index = Queue
 
+-- The rows of a queue a pop can take (the header's rule), as a where clause and its
+-- bindings: queue, now, now - retry_after.
+local POPPABLE = "queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))"
+
 -- The queue over settings s (M.settings' shape).
 function M.new(s)
     return setmetatable({ db = db.connection(s.connection), table = s.table,
@@ -220,8 +224,8 @@ local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_byte
     local n = #bindings
     bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after, now
     local rows = self.db:select(head .. "next as (select id from " .. t
-        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?))" .. unlike
-        .. fits("pgsql", max_bytes) .. " order by id asc limit " .. limit .. lock .. ") update " .. t
+        .. " where " .. POPPABLE .. unlike .. fits("pgsql", max_bytes)
+        .. " order by id asc limit " .. limit .. lock .. ") update " .. t
         .. " set reserved_at = ?, attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id "
         .. "returning " .. t .. ".id, " .. t .. ".attempts, "
         .. payload_columns("pgsql", t .. ".payload", max_bytes, limit), bindings)
@@ -251,8 +255,8 @@ function Queue:pop(q, deletes, limit, max_bytes)
     return self.db:transaction(function(d)
         if #deletes > 0 then delete_rows(self, d, deletes) end
         local rows = d:select("select id, attempts, " .. payload_columns(driver, "payload", max_bytes, limit)
-            .. " from " .. self.table .. " where queue = ? and ((reserved_at is null and available_at <= ?) or "
-            .. "(reserved_at <= ?))" .. fits(driver, max_bytes) .. " order by id asc limit " .. limit .. lock,
+            .. " from " .. self.table .. " where " .. POPPABLE .. fits(driver, max_bytes)
+            .. " order by id asc limit " .. limit .. lock,
             { q, now, now - self.retry_after })
         if #rows == 0 then return {} end
         rows = within(rows, max_bytes)
@@ -274,8 +278,8 @@ function Queue:oversized(q, max_bytes)
     local now = host.now()
     local bytes = bytes_of(self.db.driver_name, "payload")
     local rows = self.db:select("select id, " .. bytes .. " as bytes from " .. self.table
-        .. " where queue = ? and ((reserved_at is null and available_at <= ?) or (reserved_at <= ?)) and "
-        .. bytes .. " > ? order by id asc limit 10", { q, now, now - self.retry_after, max_bytes })
+        .. " where " .. POPPABLE .. " and " .. bytes .. " > ? order by id asc limit 10",
+        { q, now, now - self.retry_after, max_bytes })
     for i, row in ipairs(rows) do rows[i] = { id = row.id, bytes = tonumber(row.bytes) } end
     return rows
 end

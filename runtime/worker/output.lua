@@ -109,7 +109,7 @@ function M.job(status, job, exception, duration)
         local now, clock = now_text(), host.clock()
         if status == "starting" then starts[job] = { clock = clock, time = now } end
         local start = starts[job]
-        local line = console_lines.job_line(status, M.text(job:name()), now,
+        local line = console_lines.job_line(status, M.text(job:name() or ""), now,
             start and start.time or now, start and clock - start.clock or 0)
         if line then write(line) end
         return
@@ -120,7 +120,7 @@ function M.job(status, job, exception, duration)
     elseif status == "failed" then label = "Failed:    "
     else return end
     write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
-        M.text(job:name()), "\n" }))
+        M.text(job:name() or ""), "\n" }))
 end
 
 -- The job started at host.clock() time clock out of this process's sight (in the
