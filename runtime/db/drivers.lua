@@ -281,30 +281,10 @@ local PACKET_CHECKED_FROM = 65536
 local PACKET_MARGIN = 1024          -- the packet's own bytes beyond the values
 local max_packets = setmetatable({}, { __mode = "k" })  -- connection -> its limit
 
-local mysql_query  -- (below: the statement a check_packet of its own runs through)
-
-local function check_packet(conn, bytes)
-    local limit = max_packets[conn]
-    if not limit then
-        local rows = mysql_query(conn, "select @@max_allowed_packet as m", {}, 0)
-        limit = tonumber(rows[1] and rows[1].m) or math.huge
-        max_packets[conn] = limit
-    end
-    if bytes + PACKET_MARGIN > limit then
-        statement_error("08S01", 1153, "Got a packet bigger than 'max_allowed_packet' bytes")
-    end
-end
-
--- Runs sql with n bindings on conn: rows and the rows affected, or raises the
--- statement's QueryException (a lost connection closed first).
-mysql_query = function(conn, sql, bindings, n)
-    local params, bytes = {}, #sql
-    for i = 1, n do
-        local v = binding(bindings[i], i)
-        params[i] = v
-        bytes = bytes + (type(v) == "string" and #v or 0) + 9
-    end
-    if bytes > PACKET_CHECKED_FROM then check_packet(conn, bytes) end
+-- Runs sql with the n values params (bound already) on conn: rows and the rows
+-- affected, or raises the statement's QueryException (a lost connection closed
+-- first).
+local function mysql_execute(conn, sql, n, params)
     -- true, rows, affected | false, message, kind, sqlstate, errno (vm_push_error's)
     local ok, a, b, state, errno = host.mysql_query(conn, sql, n, unpack(params, 1, n))
     if not ok then
@@ -314,6 +294,31 @@ mysql_query = function(conn, sql, bindings, n)
         statement_error(state, errno, message, kind == "connection")
     end
     return a, b
+end
+
+local function check_packet(conn, bytes)
+    local limit = max_packets[conn]
+    if not limit then
+        local rows = mysql_execute(conn, "select @@max_allowed_packet as m", 0, {})
+        limit = tonumber(rows[1] and rows[1].m) or math.huge
+        max_packets[conn] = limit
+    end
+    if bytes + PACKET_MARGIN > limit then
+        statement_error("08S01", 1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+    end
+end
+
+-- The driver's query: binds the values, refuses a packet past the server's limit,
+-- then runs the statement.
+local function mysql_query(conn, sql, bindings, n)
+    local params, bytes = {}, #sql
+    for i = 1, n do
+        local v = binding(bindings[i], i)
+        params[i] = v
+        bytes = bytes + (type(v) == "string" and #v or 0) + 9
+    end
+    if bytes > PACKET_CHECKED_FROM then check_packet(conn, bytes) end
+    return mysql_execute(conn, sql, n, params)
 end
 
 drivers.mysql = {
