@@ -83,6 +83,39 @@ function M.contract(server, it, before_each, assert)
         assert.is_true(ok, "the row of the job that ended is still there")
     end)
 
+    -- --rest=2 is longer than --retry-after=1: a row left reserved through the rest
+    -- expires and the other process takes it again
+    it("deletes a finished job's row before --rest, so that no other process runs it again", function()
+        push("quick")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--processes=2", "--rest=2",
+            "--retry-after=1", "--sleep=0.05", "--tries=1" }, { env = env() })
+        H.wait_until(function() return #runs() == 1 end, 15, "the job to run: " .. w:stderr())
+        local deleted = pcall(H.wait_until, function() return count() == 0 end, 1)
+        H.sleep(1.5)
+        w:stop()
+        assert.is_true(deleted, "the row of the job that ended is still there during the rest")
+        assert.are.equal(1, #runs(), w:stderr())
+        assert.are.equal(0, count())
+        assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
+    end)
+
+    -- a job popped and not started would wait out the rest with its attempt charged
+    it("takes one job at a time with --rest, and deletes a job that ends during the rest at once",
+        function()
+        local slow = push("slow-rest")
+        push("quick")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=2", "--rest=4",
+            "--sleep=0.05" }, { env = env() })
+        H.wait_until(function() return #runs() == 1 end, 15, "the slow job to run: " .. w:stderr())
+        local deleted = pcall(H.wait_until, function() return count("id = " .. slow) == 0 end, 1)
+        local waiting = count("reserved_at is null and attempts = 0")
+        H.wait_until(function() return #runs() == 2 end, 15, "the quick job to run: " .. w:stderr())
+        w:stop()
+        assert.is_true(deleted, "the row of the job that ended during the rest is still there")
+        assert.are.equal(1, waiting, "the job behind was popped before the rest ended")
+        assert.are.same({ "slow-rest", "quick" }, { runs()[1].props.n, runs()[2].props.n })
+    end)
+
     it("pushes Laravel's database payload: no id and no attempts, the row's id the job's", function()
         local id = push(4)
         local payload = cjson.decode(server.sql("select payload from jobs where id = " .. id))

@@ -171,7 +171,9 @@ describe("the database queue on PostgreSQL", function()
     function server.sql(sql) return pg.psql(sql) end
     contract(server)
 
-    it("pops a job per free slot of --concurrency in one statement: 40 jobs in a few commits", function()
+    -- The commits a worker with args (after --handlers) makes for 40 jobs of
+    -- App\Jobs\Simple until the queue is empty (and the worker's checks at its start).
+    local function commits_for_40(args)
         local script = H.tmpdir() .. "/push.lua"
         H.write_file(script, [[
 local luaworker = require "luaworker"
@@ -187,15 +189,26 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         end
         H.sleep(0.6)  -- the statistics are sent every 0.5 s at most
         local before = commits()
-        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--concurrency=20", "--sleep=0.05",
-            "--stop-when-empty" }, { env = e })
+        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty" }
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        local r = H.run(full, { env = e })
         assert.are.equal(0, r.status, r.stderr)
         assert.are.equal(40, #runs())
         H.sleep(0.6)
-        -- a pop a job would take 40 commits and more; 20 a pop: a handful (and the
-        -- worker's checks at its start)
-        local n = commits() - before
+        return commits() - before
+    end
+
+    it("pops a job per free slot of --concurrency in one statement: 40 jobs in a few commits", function()
+        -- a pop a job would take 40 commits and more; 20 a pop: a handful
+        local n = commits_for_40({ "--concurrency=20" })
         assert.is_true(n < 25, n .. " commits")
+    end)
+
+    it("writes a job's delete with the pop that follows it at once: 40 jobs one at a time in about "
+        .. "40 commits", function()
+        -- a delete of its own a job would take 80 commits and more
+        local n = commits_for_40({})
+        assert.is_true(n < 60, n .. " commits")
     end)
 
     describe("with luaworker notify install", function()

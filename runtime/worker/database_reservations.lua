@@ -18,12 +18,15 @@
 -- found when the worker starts) a job pushed to one of its queues ends that wait at
 -- once.
 --
--- The delete of a job that ended goes with the next pop, in its transaction (one
--- commit a job, not two: each commit is a sync of the database's disk), or before
--- the worker waits for a job, holds or stops, whichever comes first (a job that ends
--- while the worker waits has its delete written at once). A worker that dies in
--- between leaves such a job reserved, to run again after retry_after, as a Redis
--- worker that dies before its delete is written.
+-- The delete of a job that ended rides on the next pop, in its transaction (one
+-- commit a job, not two: each commit is a sync of the database's disk), only where
+-- that pop follows at once: in the same turn of the event loop as the job's end, or
+-- of the end of a pop under way then. Otherwise (the worker rests, sleeps, waits for
+-- a job, a slot, a hook or a cache read, holds or stops) it is written in the next
+-- turn, in a task of its own: a finished job's row never outlives its reservation
+-- while its worker lives. A worker that dies in between leaves such a job reserved,
+-- to run again after retry_after, as a Redis worker that dies before its delete is
+-- written.
 --
 -- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
 -- is waited out, said once when it starts and once when it ends: a pop, a delete or
@@ -115,6 +118,9 @@ function M.delete(job)
     deletes[#deletes + 1] = job:reserved_body().id
 end
 
+local popping = false       -- a pop is under way (it took the deletes it found)
+local flush_armed = false   -- a turn's-end flush (arm_flush) is due
+
 -- Writes the deletes not yet written (before the worker waits, holds or stops).
 local function flush_deletes()
     if #deletes == 0 then return end
@@ -135,16 +141,31 @@ end
 function M.start() return true end
 function M.running() end
 
-local idle = false  -- the worker waits for a job (M.wait): no pop is coming soon
+local function flushed(_, ok, err)
+    if not ok then output.error("cannot delete the jobs that ended: " .. tostring(err.message or err)) end
+end
 
--- A job in flight ended: its delete (if any) waits for the next pop, unless the
--- worker waits for a job; then it is written now, in a task of its own (an error is
--- logged; the delete is tried again with the next pop).
+-- The turn's end: the deletes no pop took in this turn are written now, in a task of
+-- their own (an error is logged; they are tried again with the next pop), unless a
+-- pop is under way (its end arms this again).
+local function flush_at_turn_end()
+    flush_armed = false
+    if popping or #deletes == 0 then return end
+    task.spawn(flushed, nil, flush_deletes)
+end
+
+-- Makes sure the deletes waiting for a pop are written at the end of this turn of
+-- the event loop, unless a pop takes them first.
+local function arm_flush()
+    if flush_armed or #deletes == 0 then return end
+    flush_armed = true
+    task.after(0, flush_at_turn_end)
+end
+
+-- A job in flight ended: its delete waits for a pop in this turn, else is written
+-- at the turn's end (arm_flush).
 function M.finished()
-    if not idle or #deletes == 0 then return end
-    task.spawn(function(_, ok, err)
-        if not ok then output.error("cannot delete the jobs that ended: " .. tostring(err.message or err)) end
-    end, nil, flush_deletes)
+    arm_flush()
 end
 
 -- What a failed-job store calls to remove a job of this form: the row goes; for
@@ -226,11 +247,16 @@ function M.next_job(queues, limit)
         if not paused(q) then
             local ids = deletes
             deletes = {}
+            popping = true
             local ok, list = pcall(waited_out, function() return jobs_table:pop(q, ids, limit, max_bytes) end)
+            popping = false
             if not ok then
                 for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
-                error(list, 0)
             end
+            -- the deletes of the jobs that ended during the pop (or that it failed to
+            -- write) ride on a pop in this turn, or are written at its end
+            arm_flush()
+            if not ok then error(list, 0) end
             if #list > 0 then
                 popped = list
                 return take_popped()
@@ -275,14 +301,12 @@ end
 -- the listener, a job pushed to one of queues ends the wait.
 function M.wait(queues)
     flush_deletes()
-    idle = true
     local seconds = options.sleep > 0 and options.sleep or 1
     if listener then
         listen(queues or settings.queues, seconds)
     else
         host.sleep(seconds, true)
     end
-    idle = false
 end
 
 -- What the worker says when give_back_held or retire raised (the jobs whose deletes

@@ -333,6 +333,9 @@ function M.run(cli, cfg)
         else
             local room = in_flight.room(reservations.BATCH_BUDGET)
             if options.max_jobs > 0 then room = math.min(room, options.max_jobs - jobs_processed) end
+            -- a worker that rests after each job takes one at a time: a job taken
+            -- with another would wait out the rest reserved, its attempt charged
+            if options.rest > 0 then room = math.min(room, 1) end
             local job = get_next_job(queues, room)
             if job then
                 jobs_processed = jobs_processed + 1
