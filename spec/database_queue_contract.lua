@@ -201,6 +201,39 @@ function M.contract(server, it, before_each, assert)
         assert.are.equal(0, count())
     end)
 
+    -- "Order": a reserved word in mixed case; the others hold characters an
+    -- unquoted name cannot (Laravel's grammar quotes every table it names)
+    it("works tables whose names SQL must quote: the jobs, the failed jobs and the cache store's",
+        function()
+        local tables = { jobs = "Order", failed_jobs = "Failed-Jobs", cache = "app cache" }
+        local function drop_all()
+            for _, to in pairs(tables) do server.sql("drop table if exists " .. server.quote(to)) end
+        end
+        drop_all()
+        for from, to in pairs(tables) do server.copy_table(from, to) end
+        local e = env({ DB_QUEUE_TABLE = "Order", LUAWORKER_FAILED_TABLE = "Failed-Jobs",
+            CACHE_STORE = "database", DB_CACHE_TABLE = "app cache" })
+        local function run(args)
+            local r = H.run(args, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+            return r
+        end
+        run({ "push", "App\\Jobs\\Simple", '{"n":1}' })
+        run({ "push", "App\\Jobs\\Quiet", "{}", "--max-exceptions=2", "--tries=5" })
+        assert.are.equal("default: 2 pending, 0 delayed, 0 reserved (2 in all)\n", run({ "size", "database" }).stdout)
+        local r = run({ "work", "database", "--handlers=" .. HANDLERS, "--stop-when-empty", "--sleep=0.05" })
+        -- Quiet failed by its second exception: the counter in the cache table
+        assert.matches("attempt 2", r.stderr)
+        assert.are.equal(1, #runs())
+        assert.is_truthy(run({ "failed" }).stdout:find("App\\Jobs\\Quiet", 1, true))
+        run({ "retry", "all" })
+        local function rows(name) return server.sql("select count(*) from " .. server.quote(name)):match("%d+") end
+        assert.are.same({ "1", "0", "0" }, { rows("Order"), rows("Failed-Jobs"), rows("app cache") })
+        assert.are.equal(0, count())
+        assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
+        drop_all()
+    end)
+
     it("clears a queue of the database connection, as queue:clear", function()
         push(1)
         push(2, "--queue=other")

@@ -42,6 +42,13 @@ describe("the database queue on SQLite", function()
             return e
         end,
         sql = function(sql) return H.sqlite(file, sql) end,
+        -- the table named to, made as the migration made from (its id an autoincrement)
+        copy_table = function(from, to)
+            local made = H.sqlite(file, "select sql from sqlite_master where type = 'table' and name = '"
+                .. from .. "'")
+            H.sqlite(file, (made:gsub('^CREATE TABLE "' .. from .. '"', 'CREATE TABLE "' .. to .. '"', 1)))
+        end,
+        quote = function(name) return '"' .. name .. '"' end,
     }
     contract(server)
 
@@ -50,6 +57,27 @@ describe("the database queue on SQLite", function()
             { env = server.env({ DB_QUEUE_TABLE = "no_such_jobs" }) })
         assert.are.equal(2, r.status, r.stderr)
         assert.matches("cannot start: the database queue's table no_such_jobs: [^\n]*no such table", r.stderr)
+    end)
+
+    it("refuses to start with status 2, naming the path, when the database file is not there", function()
+        local missing = H.tmpdir() .. "/no-such.sqlite"
+        for _, args in ipairs({ { "--stop-when-empty" }, { "--once" }, { "--laravel=12" } }) do
+            local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, args[1] },
+                { env = server.env({ DB_DATABASE = missing, QUEUE_FAILED_DRIVER = "null" }), timeout = 20 })
+            assert.are.equal(2, r.status, r.stderr)
+            local said = args[1] == "--laravel=12"
+                and "Database file at path [" .. missing .. "] does not exist. Ensure this is an absolute path to "
+                    .. "the database."
+                or "Database (" .. missing .. ") does not exist."
+            assert.is_truthy(r.stderr:find("cannot start: the database queue's table jobs: "
+                .. "Illuminate\\Database\\QueryException: " .. said, 1, true), r.stderr)
+            assert.is_nil(r.stderr:find("cannot reach", 1, true))
+        end
+        local r = H.run({ "size", "database" }, { env = server.env({ DB_DATABASE = missing,
+            QUEUE_CONNECTION = "database" }), timeout = 20 })
+        assert.are.equal(1, r.status, r.stderr)
+        assert.is_truthy(r.stderr:find("Database (" .. missing .. ") does not exist.", 1, true), r.stderr)
+        assert.is_nil(io.open(missing), "a file was made")
     end)
 
     it("stops on PHP's queue:restart in the app's file cache store (Laravel 8's default)", function()
@@ -99,6 +127,8 @@ describe("the database queue on MariaDB", function()
     teardown(function() if mariadb then mariadb.remove() end end)
 
     function server.env(extra) return mariadb.env(extra) end
+    function server.quote(name) return "`" .. name .. "`" end
+    function server.copy_table(from, to) server.sql("create table `" .. to .. "` like `" .. from .. "`") end
     -- rows as text, columns joined by '|', as the sqlite3 shell prints them
     function server.sql(sql)
         local p = io.popen(string.format("mariadb --no-defaults -S %s -uroot -N -B -r app -e %s 2>&1",
@@ -169,6 +199,10 @@ describe("the database queue on PostgreSQL", function()
 
     function server.env(extra) return pg.env(extra) end
     function server.sql(sql) return pg.psql(sql) end
+    function server.copy_table(from, to)
+        pg.psql('create table "' .. to .. '" (like "' .. from .. '" including all)')
+    end
+    function server.quote(name) return '"' .. name .. '"' end
     contract(server)
 
     -- The commits a worker with args (after --handlers) makes for 40 jobs of
@@ -293,6 +327,30 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
             assert.is_nil(w:status())
             assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
         end)
+
+        it("works a jobs table of another schema whose name SQL must quote (DB_QUEUE_TABLE=Queues.Jobs), "
+            .. "its trigger's pushes waking a worker at once", function()
+            pg.psql('drop schema if exists "Queues" cascade; create schema "Queues"; '
+                .. 'create table "Queues"."Jobs" (like jobs including all)')
+            local jobs_env = e
+            e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database", DB_QUEUE_TABLE = "Queues.Jobs" })
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("trigger luaworker_notify on Queues.Jobs: after insert, for each row, runs "
+                .. "luaworker_notify_Queues_Jobs%(%)", r.stdout)
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=60" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            H.sleep(0.3)  -- its first look done, its wait begun
+            local started = socket.gettime()
+            push("schema")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run: " .. w:stderr())
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+            assert.are.equal("0", pg.psql('select count(*) from "Queues"."Jobs"'):match("%d+"))
+            workers.stop_all()
+            assert.are.equal(0, notify("remove").status)
+            pg.psql('drop schema "Queues" cascade')
+            e = jobs_env
+        end)
     end)
 
     it("refuses notify install where the queue's connection is not PostgreSQL's, naming it", function()
@@ -301,5 +359,30 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.are.equal(2, r.status)
         assert.are.equal("luaworker: notify install: LISTEN/NOTIFY is PostgreSQL's: the database queue's "
             .. "connection sqlite is sqlite (its workers look for jobs every --sleep seconds)\n", r.stderr)
+    end)
+end)
+
+describe("a run meant to end while the database of the queue is down", function()
+    -- a server on a closed port: its connections are refused, as while it restarts
+    it("ends with status 1 after 10 s (--once, --stop-when-empty), on PostgreSQL and MariaDB", function()
+        local workers = {}
+        for _, driver in ipairs({ "pgsql", "mysql" }) do
+            for _, mode in ipairs({ "--once", "--stop-when-empty" }) do
+                local e = { QUEUE_CONNECTION = "database", DB_CONNECTION = driver, DB_HOST = "127.0.0.1",
+                    DB_PORT = tostring(H.free_port()), DB_DATABASE = "app", DB_USERNAME = "app",
+                    DB_PASSWORD = "secret-pa55", QUEUE_FAILED_DRIVER = "null", CACHE_DRIVER = "redis" }
+                workers[#workers + 1] = { driver .. " " .. mode, os.time(),
+                    H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.1", mode }, { env = e }) }
+            end
+        end
+        for _, w in ipairs(workers) do
+            local what, started, p = w[1], w[2], w[3]
+            assert.are.equal(1, p:wait(30), what .. ": " .. p:stderr())
+            assert.is_true(os.time() - started >= 9, what .. " gave up early")
+            assert.matches("cannot reach the database of the queue", p:stderr(), 1, true)
+            assert.matches("gave up after 10s without reaching the database of the queue: ending with status 1",
+                p:stderr(), 1, true)
+            assert.is_nil(p:stderr():find("secret-pa55", 1, true))
+        end
     end)
 end)

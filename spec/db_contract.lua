@@ -14,6 +14,18 @@ print(db:update("update t3 set n = n + 10 where n > ?", { 2 }), db:delete("delet
         assert.are.equal("3\t3\n", out)
     end)
 
+    it("quotes a name as Laravel's grammar for its driver wraps it (wrap)", function()
+        local out = run_lua([[
+local db = require("luaworker").db()
+local name = db:wrap('Select "me`')
+db:statement("create table " .. name .. " (n int)")
+db:insert("insert into " .. name .. " values (?)", { 7 })
+print(db:select("select n from " .. name)[1].n, db:wrap("s.Jobs"), pcall(db.wrap, db, ""))
+]])
+        assert.is_truthy(out == '7\t"s"."Jobs"\tfalse\tluaworker.db: wrap(name): expected a table or column name, got \n'
+            or out == "7\t`s`.`Jobs`\tfalse\tluaworker.db: wrap(name): expected a table or column name, got \n", out)
+    end)
+
     it("commits a transaction, rolls it back when fn raises and raises again, on one connection", function()
         local out = run_lua(([[
 local db = require("luaworker").db()

@@ -136,7 +136,7 @@ describe("the other failed-job stores", function()
         assert.are.equal("cannot start: QUEUE_FAILED_DRIVER=database-uuids: failed jobs cannot be recorded in "
             .. "failed_jobs on database connection sqlite: Illuminate\\Database\\QueryException: SQLSTATE[HY000]: "
             .. "General error: 1 no such table: failed_jobs (SQL: select id, uuid, connection, queue, payload, "
-            .. "exception, failed_at from failed_jobs where 1 = 0)\n", (r.stderr:gsub("^%[[^]]*%] ", "")))
+            .. "exception, failed_at from \"failed_jobs\" where 1 = 0)\n", (r.stderr:gsub("^%[[^]]*%] ", "")))
     end)
 
     it("SQLite: keeps a payload that is not UTF-8 byte for byte in the table", function()
@@ -336,9 +336,9 @@ describe("failed jobs in PostgreSQL's failed_jobs table", function()
         assert.matches("cannot start: QUEUE_FAILED_DRIVER=database-uuids: failed jobs cannot be recorded in gone "
             .. "on database connection pgsql: Illuminate\\Database\\QueryException: SQLSTATE[42P01]: Undefined "
             .. "table: 7 ERROR:  relation \"gone\" does not exist\nLINE 1: ...ection, queue, payload, exception, "
-            .. "failed_at from gone where...\n", r.stderr, 1, true)
-        assert.matches("^ +%^ %(SQL: select id, uuid, connection, queue, payload, exception, failed_at from gone "
-            .. "where 1 = 0%)\n$", r.stderr:match("\n([^\n]*\n)$"))
+            .. "failed_at from \"gone\" whe...\n", r.stderr, 1, true)
+        assert.matches("^ +%^ %(SQL: select id, uuid, connection, queue, payload, exception, failed_at from "
+            .. "\"gone\" where 1 = 0%)\n$", r.stderr:match("\n([^\n]*\n)$"))
         assert.is_nil(r.stderr:find(pg.password, 1, true))
         assert.are.equal("", pg.psql("create table old (id serial, connection text, queue text, "
             .. "payload text, exception text, failed_at timestamp)"))
@@ -379,8 +379,9 @@ describe("failed jobs in PostgreSQL's failed_jobs table", function()
             assert.matches("lua says no: " .. (p == a and "a" or "b"), record.exception, 1, true)
             assert.matches("\n\n[luaworker] This failed job could not be recorded in dropped on database "
                 .. "connection pgsql (Illuminate\\Database\\QueryException: SQLSTATE[42P01]: Undefined table: 7 "
-                .. "ERROR:  relation \"dropped\" does not exist\nLINE 1: select payload from dropped where uuid = "
-                .. "$1\n                            ^ (SQL: select payload from dropped where uuid = ?)), so it is kept "
+                .. "ERROR:  relation \"dropped\" does not exist\nLINE 1: select payload from \"dropped\" where uuid "
+                .. "= $1\n                            ^ (SQL: select payload from \"dropped\" where uuid = ?)), so it "
+                .. "is kept "
                 .. "in luaworker's Redis failed store: list it with QUEUE_FAILED_DRIVER=luaworker-redis "
                 .. "luaworker failed, retry it with QUEUE_FAILED_DRIVER=luaworker-redis luaworker retry <id>.",
                 record.exception, 1, true)
@@ -389,8 +390,8 @@ describe("failed jobs in PostgreSQL's failed_jobs table", function()
         end
         local _, said = w:stderr():gsub("cannot record failed jobs in dropped on database connection pgsql "
             .. "%(Illuminate\\Database\\QueryException: SQLSTATE%[42P01%]: Undefined table: 7 ERROR:  relation "
-            .. "\"dropped\" does not exist\nLINE 1: select payload from dropped where uuid = %$1\n +%^ "
-            .. "%(SQL: select payload from dropped where uuid = %?%)%): not an outage, so a failed job it refuses "
+            .. "\"dropped\" does not exist\nLINE 1: select payload from \"dropped\" where uuid = %$1\n +%^ "
+            .. "%(SQL: select payload from \"dropped\" where uuid = %?%)%): not an outage, so a failed job it refuses "
             .. "for this reason is kept in luaworker's Redis failed store instead %(see "
             .. "QUEUE_FAILED_DRIVER=luaworker%-redis luaworker failed%)", "")
         assert.are.equal(1, said)

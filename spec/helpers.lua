@@ -504,8 +504,15 @@ function H.free_port()
     error("no free loopback port between 20000 and 32000")
 end
 
+-- COMMAND (a shell command line; its paths absolute) as the user nobody, from a
+-- directory nobody can enter (examples/as-nobody.sh): the checkout may be one only
+-- root can enter. A shell command line, to which the caller adds its redirections.
+function H.as_nobody(command)
+    return quote(H.root .. "/examples/as-nobody.sh") .. " " .. command
+end
+
 -- A throwaway PostgreSQL cluster (Debian's newest: initdb and pg_ctl as the user
--- nobody, in a directory of its own; TCP logins need the password,
+-- nobody (H.as_nobody), in a directory of its own; TCP logins need the password,
 -- scram-sha-256): {port, dir, password, bin, env(extra) (the DB_ variables of its
 -- pgsql connection, with extra), psql(sql) (its output, through the trusted
 -- socket), remove()}.
@@ -519,15 +526,16 @@ function H.postgresql()
     sh("chown nobody " .. H.quote(pg.dir))
     H.write_file(pg.dir .. "/pw", pg.password .. "\n")
     sh("chown nobody " .. H.quote(pg.dir .. "/pw"))
-    sh(string.format("runuser -u nobody -- %sinitdb -D %s/data -U postgres --pwfile=%s/pw "
-        .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null 2>&1", bin, pg.dir,
-        pg.dir))
+    sh(H.as_nobody(string.format("%sinitdb -D %s/data -U postgres --pwfile=%s/pw "
+        .. "--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C", bin, pg.dir, pg.dir))
+        .. " >/dev/null 2>&1")
     -- a port taken between H.free_port and the start: another one
     local started, start
     for _ = 1, 5 do
         pg.port = H.free_port()
-        start = string.format("runuser -u nobody -- %spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
-            .. "-c listen_addresses=127.0.0.1\" start >/dev/null 2>&1", bin, pg.dir, pg.dir, pg.port, pg.dir)
+        start = H.as_nobody(string.format("%spg_ctl -D %s/data -l %s/log -w -o \"-p %d -k %s "
+            .. "-c listen_addresses=127.0.0.1\" start", bin, pg.dir, pg.dir, pg.port, pg.dir))
+            .. " >/dev/null 2>&1"
         started = os.execute(start)
         if started then break end
     end
@@ -543,15 +551,15 @@ function H.postgresql()
         return e
     end
     function pg.psql(sql)
-        local p = io.popen(string.format("runuser -u nobody -- %spsql -h %s -p %d -U postgres -At -c %s "
-            .. "-q postgres 2>&1", bin, pg.dir, pg.port, H.quote(sql)))
+        local p = io.popen(H.as_nobody(string.format("%spsql -h %s -p %d -U postgres -At -c %s -q postgres",
+            bin, pg.dir, pg.port, H.quote(sql))) .. " 2>&1")
         local out = p:read("*a")
         p:close()
         return out
     end
     function pg.remove()
-        os.execute(string.format("runuser -u nobody -- %spg_ctl -D %s/data -m immediate stop >/dev/null 2>&1",
-            bin, pg.dir))
+        os.execute(H.as_nobody(string.format("%spg_ctl -D %s/data -m immediate stop", bin, pg.dir))
+            .. " >/dev/null 2>&1")
         os.execute("rm -rf " .. H.quote(pg.dir))
     end
     return pg

@@ -25,6 +25,11 @@ local function db()
     return db_module.connection()
 end
 
+-- The table as SQL names it (Db:wrap).
+local function quoted_table()
+    return db():wrap(TABLE)
+end
+
 -- The batch id a command carries, or nil.
 function M.id_of(command)
     local id = type(command) == "table" and command.batchId
@@ -89,7 +94,7 @@ end
 
 -- The batch of id (Batchable::batch()), or nil when it has no row.
 function M.find(id)
-    return batch_of(db():select("select * from " .. TABLE .. " where id = ?", { id })[1])
+    return batch_of(db():select("select * from " .. quoted_table() .. " where id = ?", { id })[1])
 end
 
 local told = {}   -- batch id -> true once its callbacks were said to be left
@@ -111,11 +116,11 @@ local function update_atomic(id, change)
     local lock = d.driver_name == "sqlite" and "" or " for update"
     return d:transaction(function(tx)
         local row = tx:select("select pending_jobs, failed_jobs, failed_job_ids, options from "
-            .. TABLE .. " where id = ?" .. lock, { id })[1]
+            .. quoted_table() .. " where id = ?" .. lock, { id })[1]
         if not row then return nil end
         local pending, failed, ids = change(tonumber(row.pending_jobs), tonumber(row.failed_jobs),
             decode_ids(row.failed_job_ids))
-        tx:update("update " .. TABLE .. " set pending_jobs = ?, failed_jobs = ?, failed_job_ids = ? "
+        tx:update("update " .. quoted_table() .. " set pending_jobs = ?, failed_jobs = ?, failed_job_ids = ? "
             .. "where id = ?", { pending, failed, encode_ids(ids), id })
         return { pending_jobs = pending, failed_jobs = failed }, options_of(row.options)
     end)
@@ -141,7 +146,7 @@ end
 -- when the batch has no row.
 function M.add_job(id, push)
     return db():transaction(function(tx)
-        local n = tx:update("update " .. TABLE .. " set total_jobs = total_jobs + 1, "
+        local n = tx:update("update " .. quoted_table() .. " set total_jobs = total_jobs + 1, "
             .. "pending_jobs = pending_jobs + 1, finished_at = null where id = ?", { id })
         if n == 0 then error("luaworker.dispatch: batch " .. id .. " has no row in " .. TABLE, 0) end
         return push()
@@ -161,7 +166,8 @@ local function record_success(id, job_id, job)
     if not counts then return end
     if counts.pending_jobs == 0 then
         waiting_out_outages("update batch " .. id, job, function()
-            db():update("update " .. TABLE .. " set finished_at = ? where id = ?", { host.now(), id })
+            db():update("update " .. quoted_table() .. " set finished_at = ? where id = ?",
+                { host.now(), id })
         end)
         if non_empty(options["then"]) then callbacks_left(id, "then", job) end
     end
@@ -186,7 +192,7 @@ local function record_failure(id, job_id, job)
     if counts.failed_jobs == 1 and options.allowFailures ~= true then
         waiting_out_outages("cancel batch " .. id, job, function()
             local now = host.now()
-            db():update("update " .. TABLE .. " set cancelled_at = ?, finished_at = ? where id = ?",
+            db():update("update " .. quoted_table() .. " set cancelled_at = ?, finished_at = ? where id = ?",
                 { now, now, id })
         end)
     end

@@ -89,10 +89,11 @@ end
 local OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX = 1, 30
 
 -- Runs fn(...) until it returns, for work a job must not skip: an error for which
--- retry(err) is true is waited out, fn tried again 1, 2, 4... up to 30 seconds
--- apart; say(err) is called at the first (to log it once), and said() once fn
--- succeeds after. Raises other errors; and the last one when the worker stops
--- meanwhile (what waited is left for later). Returns fn's results.
+-- retry(err) is true (or a number: the most seconds to wait before the next try) is
+-- waited out, fn tried again 1, 2, 4... up to 30 seconds apart; say(err) is called
+-- at the first (to log it once), and said() once fn succeeds after. Raises other
+-- errors; and the last one when the worker stops meanwhile (what waited is left for
+-- later). Returns fn's results.
 function M.wait_out(fn, retry, say, said, ...)
     local waits, waited = backoff.new(OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX), false
     while true do
@@ -102,10 +103,13 @@ function M.wait_out(fn, retry, say, said, ...)
             return unpack(results, 2, table.maxn(results))
         end
         local err = results[2]
-        if not retry(err) or settings.giving_up() then error(err, 0) end
+        local again = retry(err)
+        if not again or settings.giving_up() then error(err, 0) end
         if not waited then say(err) end
         waited = true
-        host.sleep(waits:next(), true)  -- a stop signal ends it early
+        local seconds = waits:next()
+        if type(again) == "number" then seconds = math.min(seconds, math.max(again, 0.05)) end
+        host.sleep(seconds, true)  -- a stop signal ends it early
     end
 end
 
@@ -368,6 +372,23 @@ local function run(db, sql, bindings)
     end
 end
 
+-- name (a table or column; "schema.table" names a table of another schema) quoted
+-- as Laravel's grammar for this connection's driver wraps it (Grammar::wrap): each
+-- part between dots in backticks on MySQL and MariaDB, in double quotes on
+-- PostgreSQL and SQLite, the quote doubled inside. Raises for a name that is not a
+-- non-empty string.
+function Db:wrap(name)
+    if type(name) ~= "string" or name == "" then
+        error("luaworker.db: wrap(name): expected a table or column name, got " .. tostring(name), 2)
+    end
+    local q = (self.driver_name == "mysql" or self.driver_name == "mariadb") and "`" or '"'
+    local parts = {}
+    for part in (name .. "."):gmatch("(.-)%.") do
+        parts[#parts + 1] = q .. part:gsub(q, q .. q) .. q
+    end
+    return table.concat(parts, ".")
+end
+
 function Db:select(sql, bindings) return (run(self, sql, bindings)) end
 function Db:insert(sql, bindings) run(self, sql, bindings) return true end
 function Db:update(sql, bindings) return select(2, run(self, sql, bindings)) end
@@ -427,6 +448,17 @@ function Db:transaction(fn)
     if not results[1] then error(results[2], 0) end
     if not ok then error(err, 0) end
     return unpack(results, 2, table.maxn(results))
+end
+
+-- The table name the environment variable variable gives (else default): any
+-- text Laravel takes, quoted where SQL names it (Db:wrap). Raises, naming the
+-- variable, for an empty name or one with a control character.
+function M.table_name(variable, default)
+    local name = settings.env(variable) or default
+    if name == "" or name:find("%c") then
+        error(variable .. "=" .. name:gsub("%c", "?") .. ": expected a table name", 0)
+    end
+    return name
 end
 
 -- The db for the app's connection name (default DB_CONNECTION, else mysql, as

@@ -106,13 +106,13 @@ local function database_url()
     return u
 end
 
--- `?` placeholders as $1, $2... outside quoted strings, identifiers and comments;
--- and their count.
+-- `?` placeholders as $1, $2... outside quoted strings, identifiers (in double
+-- quotes, or MySQL's backticks) and comments; and their count.
 local function numbered(sql)
     local out, n, i, len = {}, 0, 1, #sql
     while i <= len do
         local c = sql:sub(i, i)
-        if c == "'" or c == '"' then
+        if c == "'" or c == '"' or c == "`" then
             local j = i + 1
             while j <= len do
                 if sql:sub(j, j) == c then
@@ -131,7 +131,7 @@ local function numbered(sql)
             out[#out + 1] = "$" .. n
             i = i + 1
         else
-            local j = sql:find("['\"?%-]", i) or len + 1
+            local j = sql:find("['\"`?%-]", i) or len + 1
             if j == i then j = i + 1 end
             out[#out + 1] = sql:sub(i, j - 1)
             i = j
@@ -376,8 +376,25 @@ drivers.sqlite = {
         return { path = path }
     end,
     connect = function(db)
+        local path = db.settings.path
+        if not (path == ":memory:" or path:find("[?&]mode=memory")) and not host.file_kind(path) then
+            -- as Laravel's SQLiteConnector, which opens no file that is not there
+            -- (SQLite would make an empty one): lasting, not an outage
+            local app = settings.app_dir()
+            if app and path:sub(1, 1) ~= "/" and host.file_kind(app .. "/" .. path) then
+                -- (11+'s base_path($path); for 8-10 too: luaworker's directory need
+                -- not be the app's, where artisan runs)
+                path = app .. "/" .. path
+                db.settings.path = path
+            else
+                fail(settings.laravel_at_least(11, 0)
+                    and "Database file at path [" .. path .. "] does not exist. Ensure this is an absolute "
+                        .. "path to the database."
+                    or "Database (" .. path .. ") does not exist.")
+            end
+        end
         -- a lock is waited out here, without blocking the loop (busy timeout 0)
-        local conn, message = host.sqlite_open(db.settings.path, 0)
+        local conn, message = host.sqlite_open(path, 0)
         if not conn then fail("SQLSTATE[HY000] [14] " .. message, "HY000", true) end
         return conn
     end,

@@ -23,14 +23,10 @@ Store.__index = Store
 
 -- The store with the cache prefix prefix (Laravel's, as it is: no ':' added).
 function M.new(prefix)
-    local tbl = env("DB_CACHE_TABLE") or "cache"
-    local locks = env("DB_CACHE_LOCK_TABLE") or "cache_locks"
-    for name, v in pairs({ DB_CACHE_TABLE = tbl, DB_CACHE_LOCK_TABLE = locks }) do
-        if not v:match("^[%a_][%w_]*$") then
-            error(name .. "=" .. v .. ": expected a table name (letters, digits, _)", 0)
-        end
-    end
-    return setmetatable({ prefix = prefix, table = tbl, locks = locks,
+    local tbl = db.table_name("DB_CACHE_TABLE", "cache")
+    local locks = db.table_name("DB_CACHE_LOCK_TABLE", "cache_locks")
+    local d = db.connection(env("DB_CACHE_CONNECTION"))
+    return setmetatable({ prefix = prefix, table = d:wrap(tbl), locks = d:wrap(locks),
         connection = env("DB_CACHE_CONNECTION") }, Store)
 end
 
@@ -40,8 +36,7 @@ end
 
 -- The column `key`, quoted as Laravel's grammars quote it (a reserved word in MySQL).
 function Store:key_column()
-    local name = self:db().driver_name
-    return (name == "mysql" or name == "mariadb") and "`key`" or '"key"'
+    return self:db():wrap("key")
 end
 
 -- The serialized value of key, or nil when it is missing or expired (an expired row

@@ -14,15 +14,17 @@ local M = {}
 
 local TRIGGER = "luaworker_notify"
 
--- The names for the queue's table: its function and its channel. Raises when they
--- would be longer than PostgreSQL's identifiers (63 bytes).
+-- The names for the queue's table: its function (as SQL names it, and as said) and
+-- its channel, the table's name with each character but a letter, a digit or _ as
+-- _. Raises when they would be longer than PostgreSQL's identifiers (63 bytes).
 local function names(queue)
-    local fn, channel = "luaworker_notify_" .. queue.table, "luaworker_" .. queue.table
+    local base = queue.table:gsub("[^%w_]", "_")
+    local fn, channel = "luaworker_notify_" .. base, "luaworker_" .. base
     if #fn > 63 then
         error("the jobs table " .. queue.table .. ": its name is too long for the notify function "
             .. fn .. " (PostgreSQL's names are at most 63 bytes)", 0)
     end
-    return fn, channel
+    return queue.db:wrap(fn), channel, fn
 end
 
 -- Raises unless the queue's connection is PostgreSQL's.
@@ -38,7 +40,7 @@ end
 function M.installed(queue)
     if queue.db.driver_name ~= "pgsql" then return false end
     local rows = queue.db:select("select 1 as found from pg_trigger where tgname = ? and tgrelid = ?::regclass",
-        { TRIGGER, queue.table })
+        { TRIGGER, queue.quoted_table })
     return #rows > 0
 end
 
@@ -46,15 +48,15 @@ end
 -- the lines that say what was added.
 function M.install(queue)
     check_pgsql(queue)
-    local fn, channel = names(queue)
+    local fn_sql, channel, fn = names(queue)
     queue.db:transaction(function(d)
-        d:statement("create or replace function " .. fn .. "() returns trigger language plpgsql as "
+        d:statement("create or replace function " .. fn_sql .. "() returns trigger language plpgsql as "
             .. "$luaworker$ begin perform pg_notify('" .. channel .. "', new.queue); return null; end "
             .. "$luaworker$")
-        d:statement("drop trigger if exists " .. TRIGGER .. " on " .. queue.table)
+        d:statement("drop trigger if exists " .. TRIGGER .. " on " .. queue.quoted_table)
         -- EXECUTE PROCEDURE: the spelling every version since 9.5 reads
-        d:statement("create trigger " .. TRIGGER .. " after insert on " .. queue.table
-            .. " for each row execute procedure " .. fn .. "()")
+        d:statement("create trigger " .. TRIGGER .. " after insert on " .. queue.quoted_table
+            .. " for each row execute procedure " .. fn_sql .. "()")
     end)
     return {
         "Added to the database of the connection " .. queue.db.name .. ":",
@@ -69,10 +71,10 @@ end
 -- what was removed.
 function M.remove(queue)
     check_pgsql(queue)
-    local fn = names(queue)
+    local fn_sql, _, fn = names(queue)
     queue.db:transaction(function(d)
-        d:statement("drop trigger if exists " .. TRIGGER .. " on " .. queue.table)
-        d:statement("drop function if exists " .. fn .. "()")
+        d:statement("drop trigger if exists " .. TRIGGER .. " on " .. queue.quoted_table)
+        d:statement("drop function if exists " .. fn_sql .. "()")
     end)
     return {
         "Removed from the database of the connection " .. queue.db.name .. ": trigger " .. TRIGGER

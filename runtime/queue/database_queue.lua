@@ -21,13 +21,11 @@ local M = {}
 local env = settings.env
 
 -- The settings of the app's database queue connection: {connection =, table =,
--- queue =, retry_after =}. Raises, naming the variable, for a table name that is not
--- an identifier or a retry_after that is not a whole number of seconds.
+-- queue =, retry_after =}. Raises, naming the variable, for an empty table name or
+-- a retry_after that is not a whole number of seconds. The table's name is any
+-- Laravel takes ("schema.table" too): SQL quotes it (Db:wrap).
 function M.settings()
-    local tbl = env("DB_QUEUE_TABLE") or "jobs"
-    if not tbl:match("^[%a_][%w_]*$") then
-        error("DB_QUEUE_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
-    end
+    local tbl = db.table_name("DB_QUEUE_TABLE", "jobs")
     local retry_after = env("DB_QUEUE_RETRY_AFTER") or "90"
     if not retry_after:match("^%d+$") or #retry_after > 9 then
         error("DB_QUEUE_RETRY_AFTER=" .. retry_after .. ": expected a whole number of seconds", 0)
@@ -45,7 +43,8 @@ local POPPABLE = "queue = ? and ((reserved_at is null and available_at <= ?) or 
 
 -- The queue over settings s (M.settings' shape).
 function M.new(s)
-    return setmetatable({ db = db.connection(s.connection), table = s.table,
+    local d = db.connection(s.connection)
+    return setmetatable({ db = d, table = s.table, quoted_table = d:wrap(s.table),
         retry_after = s.retry_after, default = s.queue, lock = nil }, Queue)
 end
 
@@ -100,7 +99,7 @@ end
 local function insert(self, q, payload, available_at, attempts)
     local now = host.now()
     local values = { q, attempts, available_at, now, payload }
-    local sql = "insert into " .. self.table .. " (queue, attempts, reserved_at, available_at, "
+    local sql = "insert into " .. self.quoted_table .. " (queue, attempts, reserved_at, available_at, "
         .. "created_at, payload) values (?, ?, null, ?, ?, ?)"
     return self.db:transaction(function(d)
         if d.driver_name == "pgsql" or d.driver_name == "sqlite" then
@@ -127,7 +126,7 @@ local function delete_rows(self, d, ids)
     for first = 1, #ids, 500 do
         local batch = {}
         for i = first, math.min(#ids, first + 499) do batch[#batch + 1] = ids[i] end
-        d:delete("delete from " .. self.table .. " where id" .. in_list(#batch), batch)
+        d:delete("delete from " .. self.quoted_table .. " where id" .. in_list(#batch), batch)
     end
 end
 
@@ -187,7 +186,8 @@ local function read_payloads(self, d, rows)
         end
     end
     if #ids == 0 then return end
-    for _, r in ipairs(d:select("select id, payload from " .. self.table .. " where id" .. in_list(#ids), ids)) do
+    local sql = "select id, payload from " .. self.quoted_table .. " where id" .. in_list(#ids)
+    for _, r in ipairs(d:select(sql, ids)) do
         by_id[tostring(r.id)].payload = r.payload
     end
 end
@@ -210,7 +210,7 @@ end
 -- retry_after and ended) is kept out of the pop by name. Rows past max_bytes are
 -- given back at once (unreserve), and payloads the reply left out read after it.
 local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes)
-    local t, bindings, head, unlike = self.table, {}, "with ", ""
+    local t, bindings, head, unlike = self.quoted_table, {}, "with ", ""
     if #deletes > 500 then
         -- (a statement's bindings are limited: many deletes go first, in batches)
         self:delete_many(deletes)
@@ -255,7 +255,7 @@ function Queue:pop(q, deletes, limit, max_bytes)
     return self.db:transaction(function(d)
         if #deletes > 0 then delete_rows(self, d, deletes) end
         local rows = d:select("select id, attempts, " .. payload_columns(driver, "payload", max_bytes, limit)
-            .. " from " .. self.table .. " where " .. POPPABLE .. fits(driver, max_bytes)
+            .. " from " .. self.quoted_table .. " where " .. POPPABLE .. fits(driver, max_bytes)
             .. " order by id asc limit " .. limit .. lock,
             { q, now, now - self.retry_after })
         if #rows == 0 then return {} end
@@ -266,7 +266,7 @@ function Queue:pop(q, deletes, limit, max_bytes)
             ids[i + 1] = row.id
             row.attempts = (tonumber(row.attempts) or 0) + 1
         end
-        d:update("update " .. self.table .. " set reserved_at = ?, attempts = attempts + 1 where id"
+        d:update("update " .. self.quoted_table .. " set reserved_at = ?, attempts = attempts + 1 where id"
             .. in_list(#rows), ids)
         return records(q, rows, now)
     end)
@@ -277,7 +277,7 @@ end
 function Queue:oversized(q, max_bytes)
     local now = host.now()
     local bytes = bytes_of(self.db.driver_name, "payload")
-    local rows = self.db:select("select id, " .. bytes .. " as bytes from " .. self.table
+    local rows = self.db:select("select id, " .. bytes .. " as bytes from " .. self.quoted_table
         .. " where " .. POPPABLE .. " and " .. bytes .. " > ? order by id asc limit 10",
         { q, now, now - self.retry_after, max_bytes })
     for i, row in ipairs(rows) do rows[i] = { id = row.id, bytes = tonumber(row.bytes) } end
@@ -291,7 +291,7 @@ function Queue:unreserve(list)
     if #list == 0 then return end
     self.db:transaction(function(d)
         for _, r in ipairs(list) do
-            d:update("update " .. self.table .. " set reserved_at = null, attempts = attempts - 1 "
+            d:update("update " .. self.quoted_table .. " set reserved_at = null, attempts = attempts - 1 "
                 .. "where id = ? and reserved_at = ? and attempts = ?", { r.id, r.reserved_at, r.attempts })
         end
     end)
@@ -300,7 +300,7 @@ end
 -- The record of the reserved row id (as pop returned it), or nil when the row is
 -- gone or not reserved.
 function Queue:reserved(id)
-    local row = self.db:select("select id, queue, payload, attempts, reserved_at from " .. self.table
+    local row = self.db:select("select id, queue, payload, attempts, reserved_at from " .. self.quoted_table
         .. " where id = ? and reserved_at is not null", { id })[1]
     if not row then return nil end
     return { id = row.id, queue = row.queue, payload = row.payload, attempts = tonumber(row.attempts),
@@ -309,7 +309,7 @@ end
 
 -- Laravel's deleteReserved: the job's row goes. Returns whether it was there.
 function Queue:delete_reserved(_, id)
-    return self.db:delete("delete from " .. self.table .. " where id = ?", { id }) > 0
+    return self.db:delete("delete from " .. self.quoted_table .. " where id = ?", { id }) > 0
 end
 
 -- deleteReserved of each of ids (a list), in one transaction.
@@ -324,7 +324,7 @@ end
 -- there to delete, so that a job is never released twice.
 function Queue:release(q, record, delay, again)
     return self.db:transaction(function(d)
-        local deleted = d:delete("delete from " .. self.table .. " where id = ?", { record.id })
+        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ?", { record.id })
         if again and deleted == 0 then return nil end
         return insert(self, q, record.payload, host.now() + (delay or 0), record.attempts)
     end)
@@ -352,7 +352,7 @@ end
 -- or one of the columns Laravel's DatabaseQueue uses is missing.
 function Queue:check()
     self.db:select("select id, queue, payload, attempts, reserved_at, available_at, created_at from "
-        .. self.table .. " where 1 = 0")
+        .. self.quoted_table .. " where 1 = 0")
 end
 
 -- The jobs of q: total, pending (available now), delayed, reserved (as 12.x's
@@ -363,14 +363,14 @@ function Queue:size(q)
         .. "coalesce(sum(case when reserved_at is null and available_at <= ? then 1 else 0 end), 0) as pending_jobs, "
         .. "coalesce(sum(case when reserved_at is null and available_at > ? then 1 else 0 end), 0) as delayed_jobs, "
         .. "coalesce(sum(case when reserved_at is not null then 1 else 0 end), 0) as reserved_jobs "
-        .. "from " .. self.table .. " where queue = ?", { now, now, q })[1]
+        .. "from " .. self.quoted_table .. " where queue = ?", { now, now, q })[1]
     -- (MySQL reserves the word "delayed")
     return tonumber(r.total), tonumber(r.pending_jobs), tonumber(r.delayed_jobs), tonumber(r.reserved_jobs)
 end
 
 -- Laravel's clear: every row of q goes. Returns how many.
 function Queue:clear(q)
-    return self.db:delete("delete from " .. self.table .. " where queue = ?", { q })
+    return self.db:delete("delete from " .. self.quoted_table .. " where queue = ?", { q })
 end
 
 return M

@@ -54,10 +54,7 @@ local env = settings_of.env
 function M.settings()
     local driver = settings_of.config.failed_driver
     if driver == "file" and not settings_of.laravel_at_least(10, 10) then driver = "database" end
-    local tbl = env("LUAWORKER_FAILED_TABLE") or "failed_jobs"
-    if not tbl:match("^[%a_][%w_]*$") then
-        error("LUAWORKER_FAILED_TABLE=" .. tbl .. ": expected a table name (letters, digits, _)", 0)
-    end
+    local tbl = db.table_name("LUAWORKER_FAILED_TABLE", "failed_jobs")
     local s = { driver = driver, connection = env("DB_CONNECTION"), table = tbl,
         setting = env("QUEUE_FAILED_DRIVER") }
     if driver == "file" then
@@ -263,7 +260,7 @@ local function database_store(s)
     local store = { name = s.driver }
     local id_column = uuids and "uuid" or "id"
     local function conn() return db.connection(s.connection) end
-    local tbl = s.table
+    local tbl = conn():wrap(s.table)
 
     -- A row as a record: its id is the uuid for database-uuids (as the provider's
     -- all() and find() give it), else the row's id, as text.
@@ -315,8 +312,8 @@ local function database_store(s)
 
     -- Writes r's row unless it is there (store.write, for logged_first).
     store.write = insert
-    store.failing_where = tbl .. " on database connection " .. tostring(s.connection or "default")
-    store.where = tbl
+    store.failing_where = s.table .. " on database connection " .. tostring(s.connection or "default")
+    store.where = s.table
     store.passing = passing_query_error
     store.reason = query_error_reason
 

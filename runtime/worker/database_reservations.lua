@@ -57,6 +57,8 @@ M.BATCH_BUDGET = 0
 local options
 local jobs_table     -- the database_queue over the connection's settings
 local listener       -- the jobs table's notifications (PostgreSQL, the trigger installed), or nil
+local unreachable_since    -- host.clock() since the database cannot be reached (said), or nil
+local gives_up             -- the worker's rule for a run meant to end (see M.setup)
 
 -- The connection's settings (DB_QUEUE_* and the app's database connection), with
 -- --retry-after over DB_QUEUE_RETRY_AFTER when it is given. Raises for a bad setting.
@@ -68,8 +70,11 @@ end
 
 -- Raises when the jobs table cannot be used for a lasting reason (no table, a
 -- column missing); a database that cannot be reached now is waited out by the
--- first pop.
-function M.setup()
+-- first pop. one_shot (a run meant to end: --once, --stop-when-empty): {seconds =,
+-- now = a function saying whether the rule applies now}: an outage is waited out
+-- that long at most, then the wait raises.
+function M.setup(one_shot)
+    gives_up = one_shot
     options = settings.options
     jobs_table = database_queue.new(M.settings(options, settings.given or {}))
     local ok, err = pcall(jobs_table.check, jobs_table)
@@ -81,19 +86,27 @@ function M.setup()
     if found and installed then listener = database_notifications.listener(jobs_table) end
 end
 
-local unreachable = false  -- said that the database cannot be reached
-
 local function say_unreachable(err)
-    if unreachable then return end
-    unreachable = true
+    if unreachable_since then return end
+    unreachable_since = host.clock()
     output.error("cannot reach the database of the queue (" .. tostring(err.message or err) .. "); "
-        .. "its jobs stay as they are, tried again every 30 s at most")
+        .. "its jobs stay as they are, tried again every "
+        .. (gives_up and string.format("second for up to %ds", gives_up.seconds) or "30 s at most"))
 end
 
 local function say_back()
-    if not unreachable then return end
-    unreachable = false
+    if not unreachable_since then return end
+    unreachable_since = nil
     output.error("the database of the queue can be reached again")
+end
+
+-- Whether a wait for the database goes on after err: a lost connection, unless a
+-- run meant to end has waited gives_up.seconds (then at most the rest of it).
+local function retry(err)
+    if not db.lost_connection(err) then return false end
+    if not gives_up or not gives_up.now() then return true end
+    local left = gives_up.seconds - (host.clock() - (unreachable_since or host.clock()))
+    return left > 0 and math.min(left, 1)
 end
 
 -- fn(first) until it returns, a lost connection waited out; first is false on the
@@ -104,7 +117,16 @@ local function waited_out(fn)
         local was_first = first
         first = false
         return fn(was_first)
-    end, db.lost_connection, say_unreachable, say_back)
+    end, retry, say_unreachable, say_back)
+end
+
+-- What a run meant to end waits for before it gives up (worker.lua).
+M.UNREACHABLE = "reaching the database of the queue"
+
+-- Whether the database of the queue cannot be reached now (an outage said, not yet
+-- over).
+function M.in_outage()
+    return unreachable_since ~= nil
 end
 
 -- A job of this form (worker/job.lua): the row's id and attempts (counted by the
@@ -121,16 +143,30 @@ end
 local popping = false       -- a pop is under way (it took the deletes it found)
 local flush_armed = false   -- a turn's-end flush (arm_flush) is due
 
--- Writes the deletes not yet written (before the worker waits, holds or stops).
+local writing = 0          -- flush_deletes under way (in any task)
+local WRITTEN = {}         -- the key settle_deletes waits on for them to end
+
+-- Writes the deletes not yet written.
 local function flush_deletes()
     if #deletes == 0 then return end
     local ids = deletes
     deletes = {}
+    writing = writing + 1
     local ok, err = pcall(waited_out, function() jobs_table:delete_many(ids) end)
+    writing = writing - 1
+    if writing == 0 then task.wake(WRITTEN) end
     if not ok then
         for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
         error(err, 0)
     end
+end
+
+-- Writes the deletes not yet written and waits for those another task is writing
+-- (before the worker holds or stops: none may be lost with the process).
+local function settle_deletes()
+    flush_deletes()
+    while writing > 0 do task.suspend(WRITTEN) end
+    flush_deletes()  -- (one that failed put its ids back)
 end
 
 function M.release(job, delay)
@@ -319,7 +355,7 @@ M.GIVE_BACK_FAILED = "could not delete the jobs that ended (or give back those p
 -- again).
 function M.give_back_held()
     give_back_popped()
-    flush_deletes()
+    settle_deletes()
 end
 function M.retire()
     if listener then listener:close() end

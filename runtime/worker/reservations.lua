@@ -82,7 +82,16 @@ local ended = {}
 M.GIVE_BACK_FAILED = "could not give back the jobs reserved ahead, which come back once this "
     .. "worker's heartbeat is gone"
 
--- Starts the heartbeat of this process on each of its queues.
+-- What a run meant to end waits for before it gives up (worker.lua).
+M.UNREACHABLE = "Redis running the queue's commands"
+
+-- Whether Redis cannot run the queue's commands now (an outage under way).
+function M.in_outage()
+    return redis.in_outage()
+end
+
+-- Starts the heartbeat of this process on each of its queues. (A Redis outage's
+-- wait is the worker's: redis.wait_out_failures.)
 function M.setup()
     options = settings.options
     id = host.identity()

@@ -30,8 +30,9 @@ local M = {}
 
 -- Exit statuses, as queue:work's.
 local EXIT_OK, EXIT_UNREACHABLE, EXIT_MEMORY = 0, 1, 12
--- Seconds a run meant to end (--once, --stop-when-empty) waits out a Redis that
--- cannot run the queue's commands before it gives up with EXIT_UNREACHABLE.
+-- Seconds a run meant to end (--once, --stop-when-empty) without a job in flight
+-- waits out a Redis, or the database of the queue, that it cannot reach before it
+-- gives up with EXIT_UNREACHABLE.
 local ONE_SHOT_WAIT = 10
 
 -- The default heartbeat (seconds): HEARTBEAT, or HEARTBEAT_SHARE of --retry-after
@@ -97,11 +98,11 @@ end
 local restart_checked_at = 0
 local outage_since                    -- host.clock() when the current outage began
 
--- A run meant to end that could not reach Redis for ONE_SHOT_WAIT seconds: says so,
--- and returns EXIT_UNREACHABLE and its reason.
+-- A run meant to end that could not reach Redis (or the database of the queue) for
+-- ONE_SHOT_WAIT seconds: says so, and returns EXIT_UNREACHABLE and its reason.
 local function gave_up()
-    output.error(string.format("gave up after %ds without Redis running the queue's commands: "
-        .. "ending with status %d", ONE_SHOT_WAIT, EXIT_UNREACHABLE))
+    output.error(string.format("gave up after %ds without %s: ending with status %d", ONE_SHOT_WAIT,
+        reservations.UNREACHABLE, EXIT_UNREACHABLE))
     return EXIT_UNREACHABLE, "unreachable"
 end
 
@@ -125,7 +126,7 @@ local function stop_if_necessary(restart_at_start, start_time, jobs_processed, j
         if ok and current ~= restart_at_start then return EXIT_OK, "restart_signal" end
     end
     if options.stop_when_empty and not job then
-        if redis.in_outage() then return gave_up() end
+        if reservations.in_outage() then return gave_up() end
         return EXIT_OK, "empty"
     end
     if options.max_time > 0 and host.clock() - start_time >= options.max_time then
@@ -282,7 +283,9 @@ function M.run(cli, cfg)
     end
 
     host.report_ready()
-    local set_up, setup_err = pcall(reservations.setup)
+    local one_shot = (options.once or options.stop_when_empty) and { seconds = ONE_SHOT_WAIT,
+        now = function() return in_flight.count() == 0 end } or nil
+    local set_up, setup_err = pcall(reservations.setup, one_shot)
     if not set_up then
         output.error("cannot start: " .. tostring(setup_err))
         return 2
@@ -302,7 +305,7 @@ function M.run(cli, cfg)
         if job then
             in_flight.run(job)
             in_flight.drain()
-        elseif redis.in_outage() then
+        elseif reservations.in_outage() then
             return stop(gave_up())
         else
             host.sleep(options.sleep, true)
