@@ -1,10 +1,11 @@
--- What Laravel's database queue does alike on every server: spec/database_queue_spec.lua
+-- What Laravel's database queue does alike on every server: spec/database_queue_*_spec.lua
 -- calls it inside the describe of each (a real SQLite file, MariaDB and PostgreSQL
 -- server), with busted's it, before_each and assert of its file. server: luaworker's
 -- environment (env), a SQL query's rows as text (sql), a string as an SQL literal
 -- (literal), the cache table's key column as the server's grammar quotes it
--- (key_column), and whether PHP can run beside it (php) and run jobs at the same
--- time as luaworker (mixed).
+-- (key_column), a table name as the server quotes it (quote), a table made as the
+-- migration made another (copy_table(from, to)), and whether PHP can run beside it
+-- (php) and run jobs at the same time as luaworker (mixed).
 local H = require "spec.helpers"
 local cjson = H.json
 

@@ -139,6 +139,32 @@ describe("the other failed-job stores", function()
             .. "exception, failed_at from \"failed_jobs\" where 1 = 0)\n", (r.stderr:gsub("^%[[^]]*%] ", "")))
     end)
 
+    -- a migrate:fresh in development: the fleet's start-up check refuses, a worker that
+    -- replaces another (--max-time, a reload, a crash) goes on as that one did
+    it("goes on with a fleet whose failed_jobs table is dropped while it runs: the workers that replace "
+        .. "others say it and keep a failed job in luaworker's Redis store", function()
+        local file = H.tmpdir() .. "/app.sqlite"
+        sqlite(file, "create table failed_jobs (id integer primary key autoincrement, uuid text, connection "
+            .. "text, queue text, payload text, exception text, failed_at datetime)")
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--max-time=1" },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, QUEUE_FAILED_DRIVER = "database-uuids" } })
+        H.sleep(0.5)
+        sqlite(file, "drop table failed_jobs")
+        local replaced = pcall(H.wait_until, function()
+            local _, n = w:stderr():gsub("found as this worker started in place of another", "")
+            return n >= 2
+        end, 10)
+        local job = H.class_payload("App\\Jobs\\Failing", nil, { { "message", 's:1:"x";' } })
+        H.push(job)
+        local kept = pcall(H.wait_until, function() return H.failed_record(job.uuid) end, 10)
+        local running = w:status() == nil
+        w:stop()
+        assert.is_true(replaced, w:stderr())
+        assert.is_true(running, "the fleet stopped: " .. w:stderr())
+        assert.is_true(kept, "the failed job is not in luaworker's Redis store: " .. w:stderr())
+        assert.is_nil(w:stderr():find("cannot start", 1, true))
+    end)
+
     it("SQLite: keeps a payload that is not UTF-8 byte for byte in the table", function()
         local file = H.tmpdir() .. "/app.sqlite"
         sqlite(file, "create table failed_jobs (id integer primary key autoincrement, uuid varchar not null "

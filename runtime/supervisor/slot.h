@@ -8,7 +8,7 @@
  *
  * Who writes what, and when:
  *   supervisor, before it starts a worker: predecessor, predecessor_job,
- *     predecessor_timeout, predecessor_death; it zeroes the worker's part.
+ *     predecessor_timeout, predecessor_death, replacing; it zeroes the worker's part.
  *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
  *     job fields (a sequence lock) each time a job in flight gets or leaves the CPU;
  *     reason just before it exits. */
@@ -33,6 +33,8 @@ struct slot {
                                       * killed for it; 0 for a crash */
     char predecessor_death[64];      /* how it ended ("killed by signal 11 ..."),
                                       * for a crash */
+    uint32_t replacing;              /* 1 when the fleet was running before this worker
+                                      * started (it replaces one), 0 at the fleet's start */
     /* written by the worker */
     char id[SLOT_ID_MAX];            /* its id, as its jobs are recorded in Redis */
     _Atomic uint32_t ready;          /* its handlers are loaded */

@@ -40,6 +40,7 @@ struct worker {
     int timed_out;           /* killed for its job's timeout */
     struct slot_job killed;  /* that job */
     int done;                /* ended and is not to be replaced */
+    int forked;              /* how many processes it started in this slot */
 };
 
 struct supervisor {
@@ -255,6 +256,8 @@ static void spawn(struct worker *w)
 {
     struct supervisor *s = w->sup;
     slot_clear_worker(w->slot);
+    /* the first of a slot starts with the fleet: its start-up checks may refuse */
+    w->slot->replacing = w->forked > 0;
     fflush(stdout);
     fflush(stderr);
     /* The handled signals stay blocked from before the fork until the worker has its
@@ -292,6 +295,7 @@ static void spawn(struct worker *w)
         return;
     }
     w->pid = pid;
+    w->forked++;
     w->started = ev_now(s->loop);
     /* held until the worker has its handlers (signals blocked), like any signal */
     if (s->paused)

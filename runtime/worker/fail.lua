@@ -114,7 +114,7 @@ function record(job, err, trace)
     if handler and type(handler.failed) == "function" then
         local ok, _, ftrace = task.run(handler.failed, job, command, exc.value)
         if not ok then
-            output.error("error in failed() of " .. output.text(job:name()) .. ": " .. ftrace, job)
+            output.error("error in failed() of " .. output.job_name(job) .. ": " .. ftrace, job)
         end
     end
     events.fire_safely("failing", job, exc)

@@ -54,7 +54,7 @@ end
 local function on_end(t, ok, err, trace)
     if t.deadline then task.cancel(t.deadline) end
     if not ok then
-        output.error("internal error while running " .. output.text(t.job:name()) .. ": "
+        output.error("internal error while running " .. output.job_name(t.job) .. ": "
             .. tostring(trace or err), t.job)
     end
     ended(t.job)
@@ -77,7 +77,7 @@ function expire(t)
     task.abandon(t)
     task.spawn(function(_, ok, err, trace)
         if not ok then
-            output.error("while handling the timeout of " .. output.text(t.job:name()) .. ": "
+            output.error("while handling the timeout of " .. output.job_name(t.job) .. ": "
                 .. tostring(trace or err), t.job)
         end
         ended(t.job)

@@ -63,6 +63,12 @@ local QUEUE_KEYS = { "level", "queue", "status", "timestamp" }
 -- s as a log line takes it (luaworker.base.log).
 M.text = log.text
 
+-- A job's name (displayName, else job) as every line says it: empty when the
+-- payload names none, as Laravel prints a null name.
+function M.job_name(job)
+    return M.text(job:name() or "")
+end
+
 -- print() for handlers: a line, written at once (a worker killed for a timeout
 -- loses none of it), on stdout, or on stderr with --json (stdout holds only the
 -- JSON lines then).
@@ -109,7 +115,7 @@ function M.job(status, job, exception, duration)
         local now, clock = now_text(), host.clock()
         if status == "starting" then starts[job] = { clock = clock, time = now } end
         local start = starts[job]
-        local line = console_lines.job_line(status, M.text(job:name() or ""), now,
+        local line = console_lines.job_line(status, M.job_name(job), now,
             start and start.time or now, start and clock - start.clock or 0)
         if line then write(line) end
         return
@@ -120,7 +126,7 @@ function M.job(status, job, exception, duration)
     elseif status == "failed" then label = "Failed:    "
     else return end
     write(table.concat({ "[", now_text(), "][", M.text(job:id()), "] ", label, " ",
-        M.text(job:name() or ""), "\n" }))
+        M.job_name(job), "\n" }))
 end
 
 -- The job started at host.clock() time clock out of this process's sight (in the

@@ -99,9 +99,9 @@ local function handle_job_exception(job, exc, started)
         events.fire_safely("released_after_exception", job, exc, { backoff = delay })
         output.job("released_after_exception", job, exc, host.clock() - started)
         output.error(string.format("%s (attempt %s) raised; released, available again in %ds: %s",
-            output.text(job:name()), job:attempts(), delay, exc.text), job)
+            output.job_name(job), job:attempts(), delay, exc.text), job)
     else
-        output.error(string.format("%s (attempt %s) %s: %s", output.text(job:name()), job:attempts(),
+        output.error(string.format("%s (attempt %s) %s: %s", output.job_name(job), job:attempts(),
             (exc.class == failing.MAX_ATTEMPTS_EXCEPTION or exc.class == failing.TIMEOUT_EXCEEDED_EXCEPTION)
                 and "failed" or "raised", exc.text), job)
     end
@@ -140,11 +140,11 @@ function M.process(job)
         if not handled and settings.giving_up() then
             -- a stop ended a wait for the failed-job store (or Redis): the job stays
             -- reserved, its outcome unrecorded
-            output.error(output.text(job:name()) .. ": the worker stopped before its outcome was "
+            output.error(output.job_name(job) .. ": the worker stopped before its outcome was "
                 .. "recorded (" .. output.text(failing.exception_info(herr).message) .. "); the job "
                 .. "stays reserved and comes back after retry_after", job)
         elseif not handled then
-            output.error("while handling the error of " .. output.text(job:name()) .. ": "
+            output.error("while handling the error of " .. output.job_name(job) .. ": "
                 .. tostring(redis.is_error(herr) and herr.message or htrace), job)
         end
     end
@@ -173,7 +173,7 @@ function M.handle_timed_out_job(job, timeout, how)
     end
     events.fire_safely("timed_out", job, exc, { timeout = timeout })
     if not ok then
-        output.error("while handling the timeout of " .. output.text(job:name()) .. ": "
+        output.error("while handling the timeout of " .. output.job_name(job) .. ": "
             .. tostring(redis.is_error(err) and err.message or trace), job)
     end
     local outcome
@@ -185,7 +185,7 @@ function M.handle_timed_out_job(job, timeout, how)
         outcome = ", and it stays reserved until retry_after"
     end
     output.error(string.format("%s (attempt %s) ran past its timeout of %ds; %s%s",
-        output.text(job:name()), job:attempts(), timeout,
+        output.job_name(job), job:attempts(), timeout,
         how == "process" and "its process was ended" or "it was stopped where it waited",
         outcome), job)
 end
@@ -199,11 +199,11 @@ function M.handle_crashed_job(job, death)
     local exc = failing.exception_info(failing.max_attempts_exception(job), "")
     local ok, err, trace = task.run(fail_if_will_exceed_max_attempts, job, exc)
     if not ok then
-        output.error("while handling the death of the worker running " .. output.text(job:name())
+        output.error("while handling the death of the worker running " .. output.job_name(job)
             .. ": " .. tostring(redis.is_error(err) and err.message or trace), job)
     end
     output.error(string.format("%s (attempt %s) was running when its worker died (%s)%s",
-        output.text(job:name()), job:attempts(), death,
+        output.job_name(job), job:attempts(), death,
         job:has_failed() and "; its last attempt: failed"
             or "; it stays reserved until retry_after, by Laravel's rules"), job)
 end

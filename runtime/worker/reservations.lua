@@ -375,7 +375,7 @@ function M.start(job)
     if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
     output.error(string.format("%s (attempt %s) left this worker's hands while it could not reach "
         .. "Redis (given back, or its reservation expired): it runs elsewhere, not here",
-        output.text(job:name()), job:attempts()), job)
+        output.job_name(job), job:attempts()), job)
     return false
 end
 
@@ -395,7 +395,7 @@ end
 -- Logs the job a dead worker had started and not finished: it stays reserved.
 local function report_running(worker, job)
     output.error(string.format("worker %s died while %s (attempt %s) ran: it stays reserved "
-        .. "until retry_after, by Laravel's rules", worker, output.text(job:name()), job:attempts()), job)
+        .. "until retry_after, by Laravel's rules", worker, output.job_name(job), job:attempts()), job)
 end
 
 -- What the worker this one replaces left, when it died without giving back its jobs:

@@ -44,6 +44,15 @@ static int l_host_predecessor(lua_State *L)
     return 4;
 }
 
+/* host.replacing() -> true when this worker replaces one of a running fleet (its
+ * start-up checks report a lasting fault and go on, as the worker it replaces
+ * did), false at the fleet's start or without a supervisor (--once). */
+static int l_host_replacing(lua_State *L)
+{
+    lua_pushboolean(L, sl.slot && sl.slot->replacing);
+    return 1;
+}
+
 /* host.report_ready(): the handlers are loaded (a worker that ends before this
  * failed to start, and is started again after a delay). */
 static int l_host_report_ready(lua_State *L)
@@ -97,6 +106,7 @@ static int l_host_report_exit(lua_State *L)
 static const luaL_Reg functions[] = {
     {"identity", l_host_identity},
     {"predecessor", l_host_predecessor},
+    {"replacing", l_host_replacing},
     {"report_ready", l_host_report_ready},
     {"report_running", l_host_report_running},
     {"report_end", l_host_report_end},

@@ -35,7 +35,7 @@ function M.interrupted(signal)
             events.fire_safely("job_interrupted", job, nil, { signal = signal })
             task.spawn(function(_, ok, _, trace)
                 if not ok then
-                    output.error("error in interrupted() of " .. output.text(job:name()) .. ": " .. trace, job)
+                    output.error("error in interrupted() of " .. output.job_name(job) .. ": " .. trace, job)
                 end
             end, nil, handler.interrupted, job, command, signal)
         end

@@ -247,6 +247,22 @@ local function prepare(cli, cfg)
     end)
 end
 
+-- A start-up check found a lasting fault (what): a worker that starts with the
+-- fleet says so and does not start (true: status 2, and the supervisor stops the
+-- fleet). One that replaces a worker of a running fleet (a reload, --max-jobs, a
+-- crash) says it and goes on (false), meeting the fault as the worker it replaces
+-- did (a failed job the store refuses kept in another, a pop that fails logged):
+-- one worker's check does not stop a fleet that runs.
+local function refuses_start(what)
+    if host.replacing() then
+        output.error(what .. " (found as this worker started in place of another: it works on, "
+            .. "as that one did)")
+        return false
+    end
+    output.error("cannot start: " .. what)
+    return true
+end
+
 -- Runs `luaworker work`. Returns the exit status.
 function M.run(cli, cfg)
     local prepared, why_not = pcall(prepare, cli, cfg)
@@ -256,8 +272,8 @@ function M.run(cli, cfg)
     end
     local queues = settings.queues
 
-    if host.file_kind(handlers.dir()) ~= "directory" then
-        output.error("--handlers=" .. options.handlers .. ": no such directory")
+    if host.file_kind(handlers.dir()) ~= "directory"
+        and refuses_start("--handlers=" .. options.handlers .. ": no such directory") then
         return 2
     end
     -- the database pools' size; the failed-job store's settings (its driver's name
@@ -269,11 +285,10 @@ function M.run(cli, cfg)
         return 2
     end
     local checked, usable, why = pcall(failed_jobs.check)
-    if not checked or not usable then
-        output.error("cannot start: " .. tostring(checked and why or usable))
+    if (not checked or not usable) and refuses_start(tostring(checked and why or usable)) then
         return 2
     end
-    if why then output.error(why) end
+    if checked and usable and why then output.error(why) end
 
     -- run_init returns true or nil, message; task.run gives false, error, traceback
     local ok, inited, why = task.run(handlers.run_init)
@@ -286,10 +301,7 @@ function M.run(cli, cfg)
     local one_shot = (options.once or options.stop_when_empty) and { seconds = ONE_SHOT_WAIT,
         now = function() return in_flight.count() == 0 end } or nil
     local set_up, setup_err = pcall(reservations.setup, one_shot)
-    if not set_up then
-        output.error("cannot start: " .. tostring(setup_err))
-        return 2
-    end
+    if not set_up and refuses_start(tostring(setup_err)) then return 2 end
     recover_predecessor()
     stop_signal.watch()
 

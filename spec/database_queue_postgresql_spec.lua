@@ -1,0 +1,191 @@
+-- Laravel's database queue (luaworker work database) on a real PostgreSQL server: the jobs table
+-- of the Laravel 8 app (examples/laravel, its migration as `queue:table` writes it),
+-- with PHP's own jobs:dispatch and queue:work beside luaworker. What every server is
+-- asked alike is in spec/database_queue_contract.lua; this server's own cases are
+-- here.
+local H = require "spec.helpers"
+local cjson = H.json
+local C = require "spec.database_queue_contract"
+
+local HANDLERS = C.HANDLERS
+local runs = C.runs
+local standard_literal = C.standard_literal
+
+local function contract(server)
+    C.contract(server, it, before_each, assert)
+end
+
+describe("the database queue on PostgreSQL", function()
+    local pg
+    local server = { php = true, mixed = true, key_column = '"key"', literal = standard_literal }
+    setup(function()
+        H.laravel_setup()
+        pg = H.postgresql()
+        H.artisan({ "migrate", "--force" }, pg.env())
+    end)
+    teardown(function() if pg then pg.remove() end end)
+
+    function server.env(extra) return pg.env(extra) end
+    function server.sql(sql) return pg.psql(sql) end
+    function server.copy_table(from, to)
+        pg.psql('create table "' .. to .. '" (like "' .. from .. '" including all)')
+    end
+    function server.quote(name) return '"' .. name .. '"' end
+    contract(server)
+
+    -- The commits a worker with args (after --handlers) makes for 40 jobs of
+    -- App\Jobs\Simple until the queue is empty (and the worker's checks at its start).
+    local function commits_for_40(args)
+        local script = H.tmpdir() .. "/push.lua"
+        H.write_file(script, [[
+local luaworker = require "luaworker"
+for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
+]])
+        local e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database" })
+        pg.psql("delete from jobs")
+        H.flush()
+        assert.are.equal(0, H.run({ "lua", script }, { env = e }).status)
+        local function commits()
+            return tonumber(pg.psql("select xact_commit from pg_stat_database where datname = 'postgres'")
+                :match("%d+"))
+        end
+        H.sleep(0.6)  -- the statistics are sent every 0.5 s at most
+        local before = commits()
+        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty" }
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        local r = H.run(full, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(40, #runs())
+        H.sleep(0.6)
+        return commits() - before
+    end
+
+    it("pops a job per free slot of --concurrency in one statement: 40 jobs in a few commits", function()
+        -- a pop a job would take 40 commits and more; 20 a pop: a handful
+        local n = commits_for_40({ "--concurrency=20" })
+        assert.is_true(n < 25, n .. " commits")
+    end)
+
+    it("writes a job's delete with the pop that follows it at once: 40 jobs one at a time in about "
+        .. "40 commits", function()
+        -- a delete of its own a job would take 80 commits and more
+        local n = commits_for_40({})
+        assert.is_true(n < 60, n .. " commits")
+    end)
+
+    describe("with luaworker notify install", function()
+        local socket = require "socket"
+        local e
+        local function notify(what)
+            return H.run({ "notify", what }, { env = e })
+        end
+        -- the connections that LISTEN (luaworker.db.listener's)
+        local function listening()
+            return tonumber(pg.psql("select count(*) from pg_stat_activity where query ilike 'listen%'")
+                :match("%d+"))
+        end
+        local function push(n, q)
+            local args = { "push", "App\\Jobs\\Simple", cjson.encode({ n = n }) }
+            if q then args[#args + 1] = "--queue=" .. q end
+            local r = H.run(args, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        local workers = H.worker_set()
+        before_each(function()
+            H.flush()
+            e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database" })
+            pg.psql("delete from jobs")
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+        end)
+        after_each(function()
+            workers.stop_all()
+            notify("remove")
+        end)
+
+        it("adds a function and a trigger, saying so, and remove takes both away", function()
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("function luaworker_notify_jobs%(%): NOTIFY luaworker_jobs", r.stdout)
+            assert.matches("trigger luaworker_notify on jobs: after insert, for each row", r.stdout)
+            assert.are.equal("1", pg.psql("select count(*) from pg_trigger where tgname = 'luaworker_notify' "
+                .. "and tgrelid = 'jobs'::regclass"):match("%d+"))
+            r = notify("remove")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("Removed from the database of the connection pgsql: trigger luaworker_notify on "
+                .. "jobs and function luaworker_notify_jobs%(%)", r.stdout)
+            assert.are.equal("0", pg.psql("select count(*) from pg_trigger where tgname = 'luaworker_notify'")
+                :match("%d+"))
+            assert.are.equal("0", pg.psql("select count(*) from pg_proc where proname = 'luaworker_notify_jobs'")
+                :match("%d+"))
+        end)
+
+        it("starts a job pushed to an idle worker at once, not after --sleep; a push to another queue "
+            .. "does not wake it", function()
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=60",
+                "--queue=default" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            H.sleep(0.3)  -- its first look done, its wait begun
+            local started = socket.gettime()
+            push("now")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run")
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+            -- a job of another queue: the worker keeps waiting, and a second one of its own still wakes it
+            push("other", "other")
+            push("second")
+            H.wait_until(function() return #runs() == 2 end, 10, "the second job to run")
+            assert.are.equal("second", runs()[2].props.n)
+            assert.are.equal("1", pg.psql("select count(*) from jobs where queue = 'other'"):match("%d+"))
+            -- a stop signal ends the wait at once
+            w:kill("TERM")
+            assert.are.equal(0, w:wait(5), w:stderr())
+            assert.are.equal("", w:stderr())
+        end)
+
+        it("listens again after its connection is ended, and polls meanwhile", function()
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=5" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            pg.psql("select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%'")
+            push("after")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run: " .. w:stderr())
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen again")
+            local started = socket.gettime()
+            push("again")
+            H.wait_until(function() return #runs() == 2 end, 10, "the job to run")
+            assert.is_nil(w:status())
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+        end)
+
+        it("works a jobs table of another schema whose name SQL must quote (DB_QUEUE_TABLE=Queues.Jobs), "
+            .. "its trigger's pushes waking a worker at once", function()
+            pg.psql('drop schema if exists "Queues" cascade; create schema "Queues"; '
+                .. 'create table "Queues"."Jobs" (like jobs including all)')
+            local jobs_env = e
+            e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "database", DB_QUEUE_TABLE = "Queues.Jobs" })
+            local r = notify("install")
+            assert.are.equal(0, r.status, r.stderr)
+            assert.matches("trigger luaworker_notify on Queues.Jobs: after insert, for each row, runs "
+                .. "luaworker_notify_Queues_Jobs%(%)", r.stdout)
+            local w = workers.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=60" }, { env = e })
+            H.wait_until(function() return listening() == 1 end, 10, "the worker to listen: " .. w:stderr())
+            H.sleep(0.3)  -- its first look done, its wait begun
+            local started = socket.gettime()
+            push("schema")
+            H.wait_until(function() return #runs() == 1 end, 10, "the job to run: " .. w:stderr())
+            assert.is_true(socket.gettime() - started < 3, "ran after " .. (socket.gettime() - started) .. " s")
+            assert.are.equal("0", pg.psql('select count(*) from "Queues"."Jobs"'):match("%d+"))
+            workers.stop_all()
+            assert.are.equal(0, notify("remove").status)
+            pg.psql('drop schema "Queues" cascade')
+            e = jobs_env
+        end)
+    end)
+
+    it("refuses notify install where the queue's connection is not PostgreSQL's, naming it", function()
+        local r = H.run({ "notify", "install" }, { env = { QUEUE_CONNECTION = "database", DB_CONNECTION = "sqlite",
+            DB_DATABASE = "/nonexistent/x.sqlite" } })
+        assert.are.equal(2, r.status)
+        assert.are.equal("luaworker: notify install: LISTEN/NOTIFY is PostgreSQL's: the database queue's "
+            .. "connection sqlite is sqlite (its workers look for jobs every --sleep seconds)\n", r.stderr)
+    end)
+end)
