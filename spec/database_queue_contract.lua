@@ -310,6 +310,41 @@ function M.contract(server, it, before_each, assert)
         assert.are.equal("0", server.sql("select count(*) from cache"):match("%d+"))
     end)
 
+    -- an app of the database queue may have no Redis: the job is kept in the jobs
+    -- table, where luaworker failed / retry find it
+    it("keeps a job whose failed-job table is dropped after the start in the jobs table, with no Redis "
+        .. "at all, and runs the jobs behind it", function()
+        server.sql("drop table if exists " .. server.quote("gone_failed"))
+        server.copy_table("failed_jobs", "gone_failed")
+        local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database",
+            LUAWORKER_FAILED_TABLE = "gone_failed" })
+        local function push_job(class, ...)
+            local r = H.run({ "push", class, "{}", ... }, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--tries=1" },
+            { env = e })
+        push_job("App\\Jobs\\Done")
+        H.wait_until(function() return count() == 0 end, 15, "the worker to run a job: " .. w:stderr())
+        server.sql("drop table " .. server.quote("gone_failed"))
+        push_job("App\\Jobs\\Quiet")
+        for _ = 1, 3 do push_job("App\\Jobs\\Done") end
+        local ran = pcall(H.wait_until, function() return count("queue = 'default'") == 0 end, 15)
+        w:stop()
+        assert.is_true(ran, "the jobs behind it did not run: " .. w:stderr())
+        local _, said = w:stderr():gsub("cannot record failed jobs in gone_failed", "")
+        assert.are.equal(1, said, w:stderr())
+        assert.matches("kept in table jobs %(queue luaworker:failed%)", w:stderr())
+        local kept = env({ QUEUE_FAILED_DRIVER = "luaworker-database" })
+        local listed = H.run({ "failed" }, { env = kept })
+        assert.are.equal(0, listed.status, listed.stderr)
+        assert.is_truthy(listed.stdout:find("App\\Jobs\\Quiet", 1, true), listed.stdout)
+        local r = H.run({ "retry", "all" }, { env = kept })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(1, count("queue = 'default' and attempts = 0"))
+        assert.are.equal(0, count("queue = 'luaworker:failed'"))
+    end)
+
     it("stops on queue:restart's signal in the app's database cache store, with no Redis at all", function()
         server.sql("delete from cache")
         local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })

@@ -203,8 +203,8 @@ describe("the other failed-job stores", function()
     it("refuses a QUEUE_FAILED_DRIVER it does not have, at start, with status 2", function()
         local r = H.run({ "work", "--handlers=" .. handlers }, { env = { QUEUE_FAILED_DRIVER = "dynamodb" } })
         assert.are.equal(2, r.status)
-        assert.matches("QUEUE_FAILED_DRIVER=dynamodb: expected database-uuids, database, file, null or "
-            .. "luaworker-redis", r.stderr, 1, true)
+        assert.matches("QUEUE_FAILED_DRIVER=dynamodb: expected database-uuids, database, file, null, "
+            .. "luaworker-redis or luaworker-database", r.stderr, 1, true)
     end)
 end)
 

@@ -316,7 +316,8 @@ end
 
 -- What the sqlite3 shell prints for sql on the database file (columns joined by '|').
 function H.sqlite(file, sql)
-    local f = io.popen("sqlite3 -separator '|' " .. H.quote(file) .. " " .. H.quote(sql))
+    -- (a lock a worker holds is waited for, up to 5 s)
+    local f = io.popen("sqlite3 -cmd '.timeout 5000' -separator '|' " .. H.quote(file) .. " " .. H.quote(sql))
     local out = f:read("*a")
     f:close()
     return out

@@ -78,7 +78,7 @@ static int copy(char *dst, size_t size, const char *src, const char *name, char 
 }
 
 const char *const config_failed_drivers[] = {"database-uuids", "database", "file", "null",
-                                             "luaworker-redis", NULL};
+                                             "luaworker-redis", "luaworker-database", NULL};
 
 /* The failed-job store QUEUE_FAILED_DRIVER names, or its default, into out. */
 static int failed_driver(char *out, size_t size, char *err, size_t errlen)
@@ -91,7 +91,7 @@ static int failed_driver(char *out, size_t size, char *err, size_t errlen)
         if (strcmp(name, *d) == 0)
             return copy(out, size, name, "QUEUE_FAILED_DRIVER", err, errlen);
     snprintf(err, errlen, "QUEUE_FAILED_DRIVER=%.200s: expected database-uuids, database, file, "
-             "null or luaworker-redis", name);
+             "null, luaworker-redis or luaworker-database", name);
     return -1;
 }
 

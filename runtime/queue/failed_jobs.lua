@@ -15,6 +15,8 @@
 --                   (LUAWORKER_FAILED_PATH names another), the newest 100
 --                   (LUAWORKER_FAILED_LIMIT) failed jobs (luaworker.failed_jobs_file).
 --   luaworker-redis luaworker's own store in the queue connection's Redis (queue.lua).
+--   luaworker-database luaworker's own store in the database queue's jobs table
+--                   (luaworker.queue.failed_jobs_kept).
 -- Unset, it is database-uuids when DB_CONNECTION is set (an app's .env sets it),
 -- else luaworker-redis. LUAWORKER_FAILED_TABLE names another table (config/queue.php's
 -- 'table'). The `luaworker failed / retry / forget / flush` commands and the worker
@@ -24,15 +26,17 @@
 -- A store: log(q, reserved_copy, record, removal) records a failed job and removes its
 -- reservation (removal: how the job's connection does, its delete_reserved(q,
 -- reserved_copy) and fail(q, reserved_copy, record) that writes luaworker's Redis
--- record and removes it in one step; default: the Redis queue's), the record first: a job is never without both. The text of a record
+-- record and removes it in one step, and optionally keeper() (keep_elsewhere) and
+-- keep_kept; default: the Redis queue's), the record first: a job is never without
+-- both. The text of a record
 -- other than its payload (the exception, the connection and queue names, the uuid)
 -- is made valid UTF-8 as Laravel's providers make the exception (PHP's
 -- mb_convert_encoding: each ill-formed sequence '?'); the payload is never
 -- altered. A store outside Redis that cannot be written waits out an outage (its
 -- database down, the lock PHP holds), the job kept reserved meanwhile; a lasting
 -- error (no table, a permission, a payload the store refuses) keeps the job in
--- luaworker's Redis store instead, with a note, said once per store and reason, and
--- the worker goes on. all() -> records, newest first ({id, connection, queue,
+-- luaworker's store of its own connection instead (Redis, or the database queue's
+-- jobs table), with a note, said once per store and reason, and the worker goes on. all() -> records, newest first ({id, connection, queue,
 -- payload, exception, failed_at}); find(id); forget(id) -> whether it was there;
 -- flush() -> how many went; retry(id, record, now) pushes it back onto its queue
 -- (attempts 0, as queue:retry) on the connection it failed on (the jobs table for
@@ -44,6 +48,7 @@ local output = require "luaworker.base.log"
 local settings_of = require "luaworker.base.settings"
 local failed_jobs_file = require "luaworker.queue.failed_jobs_file"
 local database_queue = require "luaworker.queue.database_queue"
+local failed_jobs_kept = require "luaworker.queue.failed_jobs_kept"
 
 local M = {}
 
@@ -137,34 +142,41 @@ function null_store.retry() return false end
 
 -- Stores outside Redis ------------------------------------------------------------
 
--- How a job another store cannot record is found in luaworker's Redis store.
-local LIST_REDIS = "QUEUE_FAILED_DRIVER=luaworker-redis luaworker failed"
+-- Where a job another store refuses for good is kept, by its connection (a
+-- removal's keeper): {keep(q, reserved_copy, record) (the record and the
+-- reservation's removal in one step), where (as the log lines say it), driver (the
+-- QUEUE_FAILED_DRIVER that lists it)}. A job of the Redis queue: luaworker's Redis
+-- store (the removal's fail).
+local function redis_keeper(removal)
+    return { keep = removal.fail, where = "luaworker's Redis failed store", driver = "luaworker-redis" }
+end
 
 local said = {}  -- store name .. reason -> true once a lasting error was said
 
 -- A job of queue q whose record r store refused for good (err, a lasting error):
--- kept in luaworker's Redis store (its record and the reservation's removal in one
--- step), the exception followed by a note saying why it is there and how to list
+-- kept where its connection keeps such jobs (removal.keeper, else luaworker's Redis
+-- store), the exception followed by a note saying why it is there and how to list
 -- it. The error is said once per store and reason, each job kept in a line of its
 -- own.
-local function keep_in_redis(store, q, reserved_copy, r, err, removal)
+local function keep_elsewhere(store, q, reserved_copy, r, err, removal)
+    local keeper = removal.keeper and removal.keeper() or redis_keeper(removal)
+    local list = "QUEUE_FAILED_DRIVER=" .. keeper.driver .. " luaworker failed"
     local why = host.mb_scrub(tostring(err))
     local kept = {}
     for k, v in pairs(r) do kept[k] = v end
     kept.exception = r.exception .. "\n\n[luaworker] This failed job could not be recorded in "
-        .. store.failing_where .. " (" .. why .. "), so it is kept in luaworker's Redis failed "
-        .. "store: list it with " .. LIST_REDIS .. ", retry it with QUEUE_FAILED_DRIVER=luaworker-redis "
-        .. "luaworker retry <id>."
-    removal.fail(q, reserved_copy, kept)
+        .. store.failing_where .. " (" .. why .. "), so it is kept in " .. keeper.where .. ": list it with "
+        .. list .. ", retry it with QUEUE_FAILED_DRIVER=" .. keeper.driver .. " luaworker retry <id>."
+    keeper.keep(q, reserved_copy, kept)
     local key = store.name .. "\0" .. store.reason(err)
     if not said[key] then
         said[key] = true
         output.error("cannot record failed jobs in " .. store.failing_where .. " (" .. why .. "): not "
-            .. "an outage, so a failed job it refuses for this reason is kept in luaworker's Redis "
-            .. "failed store instead (see " .. LIST_REDIS .. ")")
+            .. "an outage, so a failed job it refuses for this reason is kept in " .. keeper.where
+            .. " instead (see " .. list .. ")")
     end
-    output.error("failed job " .. r.uuid .. " kept in luaworker's Redis failed store, not in "
-        .. store.where .. " (see " .. LIST_REDIS .. ")")
+    output.error("failed job " .. r.uuid .. " kept in " .. keeper.where .. ", not in "
+        .. store.where .. " (see " .. list .. ")")
 end
 
 -- store.log for a store whose record is written where a Redis script cannot reach
@@ -176,8 +188,8 @@ end
 -- write fails for a passing reason, the job stays reserved and the write is tried
 -- again, 1 s, 2 s... 30 s apart, said once when it fails and once when it is
 -- written. A worker that stops meanwhile raises: the job stays reserved, failed
--- again when it comes back. A lasting error keeps the job in luaworker's Redis
--- store at once (keep_in_redis); a try before it that passed may have written the
+-- again when it comes back. A lasting error keeps the job where its connection
+-- keeps such jobs at once (keep_elsewhere); a try before it that passed may have written the
 -- record (a lost reply), so the job may then be in both: never in neither.
 local function logged_first(store)
     function store.log(q, reserved_copy, r, removal)
@@ -202,7 +214,7 @@ local function logged_first(store)
         if not ok then
             -- a passing error raised: the worker stops, the job stays reserved
             if store.passing(id) then error(id, 0) end
-            keep_in_redis(store, q, reserved_copy, r, id, removal)
+            keep_elsewhere(store, q, reserved_copy, r, id, removal)
             return nil
         end
         removal.delete_reserved(q, reserved_copy)
@@ -356,6 +368,8 @@ function M.store()
     local s = M.settings()
     if s.driver == "luaworker-redis" then
         chosen = redis_store
+    elseif s.driver == "luaworker-database" then
+        chosen = failed_jobs_kept.store()
     elseif s.driver == "null" then
         chosen = null_store
     elseif s.driver == "file" then

@@ -39,6 +39,7 @@ local db = require "luaworker.db"
 local queue = require "luaworker.queue"
 local database_queue = require "luaworker.queue.database_queue"
 local database_notifications = require "luaworker.queue.database_notifications"
+local failed_jobs_kept = require "luaworker.queue.failed_jobs_kept"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
@@ -205,7 +206,10 @@ function M.finished()
 end
 
 -- What a failed-job store calls to remove a job of this form: the row goes; for
--- luaworker's Redis store, its record is written first (no reservation there).
+-- luaworker's Redis store, its record is written first (no reservation there). A
+-- job the app's store refuses for good is kept in the jobs table, its row become
+-- the kept one in one statement (failed_jobs_kept): an app of the database queue
+-- may have no Redis.
 M.removal = {
     delete_reserved = function(q, record)
         waited_out(function() jobs_table:delete_reserved(q, record.id) end)
@@ -214,7 +218,14 @@ M.removal = {
         queue.fail(q, "", failed)
         waited_out(function() jobs_table:delete_reserved(q, record.id) end)
     end,
+    keep_kept = function(_, record, failed)
+        waited_out(function() failed_jobs_kept.keep(jobs_table, record.id, failed) end)
+    end,
 }
+function M.removal.keeper()
+    return { keep = M.removal.keep_kept, where = failed_jobs_kept.where(jobs_table),
+        driver = "luaworker-database" }
+end
 
 -- A job of queue q from its row's record; a payload that cannot be decoded is run
 -- as a job that fails at once (job.undecodable says why), its row kept in the
