@@ -194,6 +194,29 @@ describe("the other failed-job stores", function()
         assert.matches("No failed jobs!", H.artisan({ "queue:failed" }), 1, true)
     end)
 
+    it("luaworker-database: luaworker's store in the jobs table, for a job of the Redis queue too", function()
+        local file = H.tmpdir() .. "/app.sqlite"
+        sqlite(file, "create table jobs (id integer primary key autoincrement, queue varchar not null, payload "
+            .. "text not null, attempts integer not null, reserved_at integer, available_at integer not null, "
+            .. "created_at integer not null)")
+        local env = { DB_CONNECTION = "sqlite", DB_DATABASE = file, QUEUE_FAILED_DRIVER = "luaworker-database" }
+        local job = H.dispatch("Failing")[1]
+        local payload = H.r("LRANGE", (H.keys()), 0, 0)[1]
+        assert.are.equal(0, work({}, env).status)
+        assert.are.equal(0, reserved_count())
+        local row = sqlite(file, "select id, queue, reserved_at is null, available_at from jobs")
+        assert.are.equal("1|luaworker:failed|1|2147483647\n", row)
+        local kept = H.json.decode(sqlite(file, "select payload from jobs"))["luaworker:failed"]
+        assert.are.same({ job.uuid, "redis", "default", payload },
+            { kept.uuid, kept.connection, kept.queue, kept.payload })
+        assert.matches("lua says no", kept.exception, 1, true)
+        local listed = H.run({ "failed" }, { env = env })
+        assert.matches("| 1  | redis      | default | App\\Jobs\\Failing", listed.stdout, 1, true)
+        assert.are.equal(0, H.run({ "retry", "1" }, { env = env }).status)
+        assert.are.equal("", sqlite(file, "select id from jobs"))
+        assert.are.equal(1, H.r("LLEN", (H.keys())))
+    end)
+
     it("the Redis store without DB_CONNECTION", function()
         local job = H.dispatch("Failing")[1]
         assert.are.equal(0, work({}, { DB_CONNECTION = false }).status)

@@ -24,9 +24,11 @@ local KEY = "luaworker:failed"
 
 local FIELDS = { "uuid", "connection", "queue", "payload", "exception", "failed_at" }
 
-local function encoded(record)
+-- The record of a failed job of queue q as the kept row's payload.
+local function encoded(q, record)
     local r = {}
     for _, k in ipairs(FIELDS) do r[k] = record[k] end
+    r.queue = q
     return cjson.encode({ [KEY] = r })
 end
 
@@ -43,11 +45,21 @@ local function record_of(row)
     return record
 end
 
--- Keeps record (a failed job's) in the row id of jobs (a database_queue), the job's
--- reserved row, in one statement. Returns whether the row was there.
-function M.keep(jobs, id, record)
-    return jobs.db:update("update " .. jobs.quoted_table .. " set queue = ?, payload = ?, reserved_at = null, "
-        .. "available_at = ? where id = ?", { M.KEPT_QUEUE, encoded(record), NEVER, id }) > 0
+-- Keeps record (a failed job's, of queue q) in a new row of jobs (a database_queue).
+local function insert(jobs, q, record)
+    jobs.db:insert("insert into " .. jobs.quoted_table .. " (queue, attempts, reserved_at, available_at, "
+        .. "created_at, payload) values (?, 0, null, ?, ?, ?)",
+        { M.KEPT_QUEUE, NEVER, host.now(), encoded(q, record) })
+end
+
+-- Keeps record (a failed job's, of queue q) in the row id of jobs (a database_queue),
+-- the job's reserved row, in one statement; in a new row when that row is gone (another
+-- worker took the job once its reservation expired: the record is kept all the
+-- same).
+function M.keep(jobs, id, q, record)
+    local kept = jobs.db:update("update " .. jobs.quoted_table .. " set queue = ?, payload = ?, reserved_at = "
+        .. "null, available_at = ? where id = ?", { M.KEPT_QUEUE, encoded(q, record), NEVER, id }) > 0
+    if not kept then insert(jobs, q, record) end
 end
 
 -- Where a kept job is, as the log lines say it.
@@ -69,10 +81,7 @@ function M.store()
 
     function store.log(q, reserved_copy, record, removal)
         if removal and removal.keep_kept then return removal.keep_kept(q, reserved_copy, record) end
-        local j = jobs()
-        j.db:insert("insert into " .. j.quoted_table .. " (queue, attempts, reserved_at, available_at, "
-            .. "created_at, payload) values (?, 0, null, ?, ?, ?)",
-            { M.KEPT_QUEUE, NEVER, host.now(), encoded(record) })
+        insert(jobs(), q, record)
         removal = removal or queue
         removal.delete_reserved(q, reserved_copy)
     end

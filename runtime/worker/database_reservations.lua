@@ -218,8 +218,8 @@ M.removal = {
         queue.fail(q, "", failed)
         waited_out(function() jobs_table:delete_reserved(q, record.id) end)
     end,
-    keep_kept = function(_, record, failed)
-        waited_out(function() failed_jobs_kept.keep(jobs_table, record.id, failed) end)
+    keep_kept = function(q, record, failed)
+        waited_out(function() failed_jobs_kept.keep(jobs_table, record.id, q, failed) end)
     end,
 }
 function M.removal.keeper()
