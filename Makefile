@@ -13,8 +13,9 @@
 #   make deps       install the Debian packages the build and the tests need
 #   make clean
 #
-# SANITIZER=address|undefined builds with that sanitizer; WERROR=1 (set in CI)
-# turns warnings into errors.
+# SANITIZER=address, undefined, or both as address,undefined (CI's: one build for
+# AddressSanitizer and UBSan) builds with those sanitizers, any error fatal;
+# WERROR=1 (set in CI) turns warnings into errors.
 
 CC      ?= cc
 LUAJIT  ?= luajit

@@ -2,8 +2,8 @@
 -- app in examples/laravel, SQLite), kept by luaworker as by PHP's worker.
 local H = require "spec.helpers"
 
-local APP_ENV = "--env-file=" .. H.root .. "/examples/laravel/.env"
-local APP_DB = H.root .. "/examples/laravel/database/database.sqlite"
+local APP_ENV = "--env-file=" .. H.app .. "/.env"
+local APP_DB = H.app .. "/database/database.sqlite"
 local BATCHED = [[
 local luaworker = require "luaworker"
 return { handle = function(job, command)

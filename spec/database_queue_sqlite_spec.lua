@@ -104,7 +104,7 @@ describe("the database queue on SQLite", function()
     it("stops on PHP's queue:restart in the app's file cache store (Laravel 8's default)", function()
         local e = server.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "file" })
         local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.1",
-            "--env-file=" .. H.root .. "/examples/laravel/.env" }, { env = e })
+            "--env-file=" .. H.app .. "/.env" }, { env = e })
         H.sleep(1.2)
         assert.is_nil(w:status(), w:stderr())
         H.artisan({ "queue:restart" }, e)

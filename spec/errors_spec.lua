@@ -23,9 +23,23 @@ end
 describe("luaworker's errors", function()
     before_each(function() H.flush() end)
 
+    -- the workers that wait out an unreachable Redis (10 s each), started together
+    -- at the file's start; each spec below waits for its own
+    local unreachable = {}
+    setup(function()
+        for _, mode in ipairs({ "--stop-when-empty", "--once" }) do
+            unreachable[mode] = H.spawn({ "work", "--handlers=" .. H.handlers({}), "--sleep=0.05", "--no-watch",
+                mode }, { env = { REDIS_PORT = tostring(closed_port()) } })
+        end
+    end)
+    teardown(function()
+        for _, w in pairs(unreachable) do w:stop() end
+    end)
+
     for _, mode in ipairs({ "--stop-when-empty", "--once" }) do
         it("ends work " .. mode .. " with status 1 when Redis cannot be reached for 10 s", function()
-            local r = work({}, { mode }, { env = { REDIS_PORT = tostring(closed_port()) } })
+            local w = unreachable[mode]
+            local r = { status = w:wait(60), stderr = w:stderr() }
             assert.are.equal(1, r.status, r.stderr)
             assert.matches("Connection refused; retrying for up to 10s", r.stderr, 1, true)
             assert.matches("gave up after 10s without Redis running the queue's commands: ending with "
@@ -59,9 +73,17 @@ describe("luaworker's errors", function()
     it("shows a huge attempts count as a number and says 'the <hook> hook'", function()
         local p = job("App\\Jobs\\Raise", { attempts = 1e308, maxTries = 0 })
         H.push(p)
-        local r = work({ ["App/Jobs/Raise.lua"] = 'return { handle = function() error("raised") end }\n',
-            ["init.lua"] = 'require("luaworker").exception_occurred(function() error("hook raised") end)\n' },
-            { "--stop-when-empty", "--tries=0" })
+        -- released at once and run again without end (no limit on tries): watched
+        -- over three runs, the released copies' too, then stopped
+        local w = H.spawn({ "work", "--handlers=" .. H.handlers({
+            ["App/Jobs/Raise.lua"] = 'return { handle = function() error("raised") end }\n',
+            ["init.lua"] = 'require("luaworker").exception_occurred(function() error("hook raised") end)\n' }),
+            "--sleep=0.05", "--no-watch", "--stop-when-empty", "--tries=0" })
+        H.wait_until(function()
+            return select(2, w:stderr():gsub("error in the exception_occurred hook: ", "")) >= 3
+        end, 60, "three runs of the job")
+        w:stop()
+        local r = { stderr = w:stderr() }
         assert.matches("App\\Jobs\\Raise (attempt 1e+308) raised", r.stderr, 1, true)
         assert.matches("error in the exception_occurred hook: ", r.stderr, 1, true)
         assert.is_nil(r.stderr:find("-9223372036854775808", 1, true))

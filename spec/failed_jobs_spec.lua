@@ -4,8 +4,8 @@
 -- job while the database is down (a private MariaDB, stopped and started again).
 local H = require "spec.helpers"
 
-local APP_ENV = "--env-file=" .. H.root .. "/examples/laravel/.env"
-local APP_DB = H.root .. "/examples/laravel/database/database.sqlite"
+local APP_ENV = "--env-file=" .. H.app .. "/.env"
+local APP_DB = H.app .. "/database/database.sqlite"
 local FAILING = [[return { handle = function(_, command) error("lua says no: " .. command.message) end }]]
 local handlers
 

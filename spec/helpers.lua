@@ -21,6 +21,9 @@ H.root = os.getenv("PWD")
 H.port = tonumber(os.getenv("LUAWORKER_SPEC_REDIS_PORT") or "")
 assert(H.port, "LUAWORKER_SPEC_REDIS_PORT is not set: run the specs with spec/run")
 H.tmp = os.getenv("LUAWORKER_SPEC_TMP") or "/tmp"
+-- The Laravel 8 app the specs drive: spec/run gives each shard a copy of
+-- examples/laravel of its own (its database and caches are files).
+H.app = os.getenv("LUAWORKER_SPEC_APP") or H.root .. "/examples/laravel"
 H.json = cjson
 H.prefix = "laravel_database_"
 H.cache_prefix = "laravel_database_laravel_cache:"
@@ -287,13 +290,22 @@ function Server:start()
     return self:connect()
 end
 
--- Connects the server's client, once it answers (not LOADING its data). Returns
--- whether it did within 5 s.
+-- Connects the server's client, once it answers (not LOADING its data) and is this
+-- server (the process its pidfile names: a daemonized redis-server that cannot bind
+-- its port exits quietly, and another shard's may answer there). Returns whether it
+-- did within 5 s.
 function Server:connect()
     return (pcall(H.wait_until, function()
         return pcall(function()
-            self.conn = redis.connect("127.0.0.1", self.port)
-            self.conn:ping()
+            local conn = redis.connect("127.0.0.1", self.port)
+            local pid = (H.read_file(self.dir .. "/redis.pid") or ""):match("%d+")
+            local info = redis.command("INFO")(conn, "server")
+            if not pid or info:match("process_id:(%d+)") ~= pid then
+                pcall(conn.quit, conn)
+                error("not this server")
+            end
+            conn:ping()
+            self.conn = conn
         end)
     end, 5, "redis-server to start"))
 end
@@ -368,9 +380,10 @@ function H.push(payload, q)
     return text
 end
 
--- Runs the Laravel 8 app's artisan with args; returns stdout, or raises with its output.
+-- Runs the Laravel 8 app's artisan (H.app's) with args; returns stdout, or raises
+-- with its output.
 function H.artisan(args, env)
-    local words = { env_prefix(env), "php", quote(H.root .. "/examples/laravel/artisan") }
+    local words = { env_prefix(env), "php", quote(H.app .. "/artisan") }
     for _, a in ipairs(args) do words[#words + 1] = quote(a) end
     local out = H.tmpdir() .. "/artisan.out"
     local ok = os.execute(table.concat(words, " ") .. " >" .. out .. " 2>&1 </dev/null")
@@ -402,7 +415,7 @@ end
 -- environment, as H.artisan's.
 function H.spawn_artisan(args, env)
     local dir = H.tmpdir()
-    local words = { env_prefix(env), "php", H.quote(H.root .. "/examples/laravel/artisan") }
+    local words = { env_prefix(env), "php", H.quote(H.app .. "/artisan") }
     for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
     local cmd = string.format("( %s >%s/out 2>&1 </dev/null & echo $! >%s/pid; wait $!; "
         .. "echo $? >%s/status.tmp; mv %s/status.tmp %s/status ) >/dev/null 2>&1 &",
@@ -566,13 +579,12 @@ function H.postgresql()
     return pg
 end
 
--- Makes sure examples/laravel is set up (storage, SQLite failed_jobs table).
+-- Makes sure the Laravel 8 app (H.app) is set up (storage, SQLite failed_jobs table).
 function H.laravel_setup()
     if laravel_ready then return end
     local out = H.tmpdir() .. "/setup.out"
-    local ok = os.execute(env_prefix() .. " " .. quote(H.root .. "/examples/laravel/setup.sh")
-        .. " >" .. out .. " 2>&1")
-    if not ok then error("examples/laravel/setup.sh failed:\n" .. (H.read_file(out) or ""), 2) end
+    local ok = os.execute(env_prefix() .. " " .. quote(H.app .. "/setup.sh") .. " >" .. out .. " 2>&1")
+    if not ok then error(H.app .. "/setup.sh failed:\n" .. (H.read_file(out) or ""), 2) end
     laravel_ready = true
 end
 

@@ -12,7 +12,8 @@
 --
 -- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
--- restart it; the Laravel 8 app in examples/laravel dispatches App\Jobs\Chaos jobs
+-- restart it; the Laravel 8 app in examples/laravel (or the copy LUAWORKER_SPEC_APP
+-- names: spec/run gives each of its shards one) dispatches App\Jobs\Chaos jobs
 -- onto it in W waves, and luaworker runs them with spec/chaos/handlers. Chaos events
 -- fall between the waves and into the drain that follows the last one.
 --
@@ -88,6 +89,8 @@ local function uniform(a, b) return a + (b - a) * math.random() end
 -- the repository: two directories above this file
 local root = shell("cd " .. quote((arg[0]:match("^(.*)/[^/]*$") or ".")) .. "/../.. && pwd")
     :gsub("%s+$", "")
+-- the Laravel 8 app
+local app = os.getenv("LUAWORKER_SPEC_APP") or root .. "/examples/laravel"
 local dir = shell("mktemp -d /tmp/luaworker-chaos.XXXXXX"):gsub("%s+$", "")
 assert(dir ~= "", "mktemp failed")
 
@@ -222,8 +225,8 @@ local FAIL_TRIES = 3
 
 local function artisan_dispatch(count, args, kind, expected_runs)
     if count <= 0 then return end
-    local cmd = string.format("%s%d php %s/examples/laravel/artisan jobs:dispatch Chaos --count=%d "
-        .. "--args=%s 2>&1 </dev/null", ENV, port, quote(root), count, quote(cjson.encode(args)))
+    local cmd = string.format("%s%d php %s/artisan jobs:dispatch Chaos --count=%d "
+        .. "--args=%s 2>&1 </dev/null", ENV, port, quote(app), count, quote(cjson.encode(args)))
     local out = shell(cmd)
     local n = 0
     for id, uuid in out:gmatch("(%w+) ([%x-]+)\n") do
@@ -440,8 +443,8 @@ local function run()
     end
     if not port then error("chaos: could not start a redis-server") end
     log("redis-server on port %d, work directory %s", port, dir)
-    assert(os.execute(ENV .. port .. " " .. quote(root .. "/examples/laravel/setup.sh")
-        .. " >" .. quote(dir .. "/setup.log") .. " 2>&1"), "chaos: examples/laravel/setup.sh failed")
+    assert(os.execute(ENV .. port .. " " .. quote(app .. "/setup.sh")
+        .. " >" .. quote(dir .. "/setup.log") .. " 2>&1"), "chaos: " .. app .. "/setup.sh failed")
 
     start_supervisor()
     local plan = make_plan()
