@@ -255,7 +255,9 @@ end
 function Proc:stop()
     if not self:status() then
         self:kill("TERM")
-        pcall(self.wait, self, 10)
+        -- (not Proc.wait, which kills the process alone at its deadline: a supervisor
+        -- whose workers then go on, orphaned)
+        pcall(H.wait_until, function() return self:status() end, 10)
         if not self:status() then
             -- its workers too: they would go on, orphaned, after the spec
             for _, child in ipairs(H.children(self.pid)) do

@@ -93,7 +93,11 @@ describe("luaworker work when Redis goes away", function()
 
     it("logs the outage once, reconnects, loads its scripts again and drains the queue", function()
         server()
-        local w = start()
+        -- idle in its wait on the notify list (--sleep=3) when Redis goes, so that the
+        -- connection is lost under a command: between two waits of 0.05 s a loaded
+        -- worker may find it gone at its next command ("cannot connect", not "lost")
+        local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=3" }, { env = env })
+        workers[#workers + 1] = w
         push(H.payload({ id = "before" }))
         H.wait_until(function() return #ran() == 1 end, 10, "the first job")
 
