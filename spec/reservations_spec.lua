@@ -142,10 +142,44 @@ describe("scripts/give_back.lua", function()
 end)
 
 -- Records each run as {id, attempts, pid}. The command's action: "slow" waits
--- spec:slow seconds; "spin" computes spec:spin seconds without yielding.
+-- spec:slow seconds; "spin" computes spec:spin seconds without yielding; "pause"
+-- does what a machine paused for a while finds (see pause below).
 local HANDLER = [[
 local luaworker = require "luaworker"
 local pid = io.open("/proc/self/stat"):read("*l"):match("^(%d+)")
+local P = luaworker.prefix .. "queues:default"
+
+local function script(name)
+    local f = assert(io.open(luaworker.redis("GET", "spec:root") .. "/scripts/" .. name .. ".lua"))
+    local text = f:read("*a")
+    f:close()
+    return text
+end
+
+-- The worker's process was paused for spec:pause seconds: libfaketime moves its
+-- wall clock on (its monotonic clock stood still, as a paused virtual machine's
+-- does), and what another luaworker did meanwhile, by the clock Redis keeps, is done
+-- here: spec:meanwhile "migrate", Laravel's migrate of the reservations that
+-- expired (this job's own spared, as a lease would), or "dead", the give-back of a
+-- worker whose heartbeat is gone. spec:held: how many jobs the worker held then.
+local function pause(job)
+    luaworker.redis("SET", "spec:held", luaworker.redis("ZCARD", P .. ":reserved") - 1)
+    local f = assert(io.open(luaworker.redis("GET", "spec:faketime"), "w"))
+    f:write("+" .. luaworker.redis("GET", "spec:pause"))
+    f:close()
+    local meanwhile = luaworker.redis("GET", "spec:meanwhile")
+    if meanwhile == "migrate" then
+        luaworker.redis("ZADD", P .. ":reserved", "XX", os.time() + 60, job:reserved_body())
+        luaworker.redis("EVAL", script("migrate"), 3, P .. ":reserved", P, P .. ":notify", os.time())
+    elseif meanwhile == "dead" then
+        local worker = luaworker.redis("SMEMBERS", P .. ":luaworker:workers")[1]
+        local record = P .. ":luaworker:" .. worker
+        luaworker.redis("DEL", record .. ":alive")
+        luaworker.redis("EVAL", script("give_back"), 6, P, P .. ":reserved", P .. ":notify", record,
+            P .. ":luaworker:workers", record .. ":alive", worker, "dead")
+    end
+end
+
 return {
     handle = function(job, command)
         luaworker.redis("RPUSH", "spec:ran", luaworker.json.encode({ id = job:id(),
@@ -155,10 +189,24 @@ return {
         elseif command.action == "spin" then
             local stop = os.clock() + tonumber(luaworker.redis("GET", "spec:spin"))
             while os.clock() < stop do end
+        elseif command.action == "pause" then
+            pause(job)
         end
     end,
 }
 ]]
+
+-- libfaketime (Debian's libfaketime, installed by make deps): the wall clock of the
+-- processes it is preloaded in reads FILE's offset ("+100": 100 s on), the monotonic
+-- clock stays true.
+local FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+local function faketime_env(file)
+    -- under AddressSanitizer its runtime must come first, which a preload breaks
+    local asan = os.getenv("ASAN_OPTIONS")
+    return { LD_PRELOAD = FAKETIME, FAKETIME_TIMESTAMP_FILE = file, FAKETIME_NO_CACHE = "1",
+        DONT_FAKE_MONOTONIC = "1",
+        ASAN_OPTIONS = (asan and asan ~= "" and asan .. ":" or "") .. "verify_asan_link_order=0" }
+end
 
 local function spec_job(action, id)
     return H.payload({ id = id, data = { commandName = "App\\Jobs\\Spec", command = string.format(
@@ -266,6 +314,60 @@ describe("luaworker work's jobs reserved ahead", function()
         H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 10, "the last job's end")
         H.sleep(0.5)
         each_ran_once(61)
+    end)
+
+    -- Runs push_batch's jobs with a worker under libfaketime (more arguments: args)
+    -- whose job j1 pauses its process for `seconds` (see HANDLER's pause), another
+    -- luaworker doing `meanwhile`. Returns each job's runs: id -> list of attempts.
+    local function paused_batch(seconds, meanwhile, args)
+        local file = os.tmpname()
+        H.write_file(file, "+0")
+        H.r("MSET", "spec:root", H.root, "spec:faketime", file, "spec:pause", seconds,
+            "spec:meanwhile", meanwhile)
+        start(args, { env = faketime_env(file) })
+        local warm = {}
+        for i = 1, 40 do warm[i] = spec_job("ok", "w" .. i) end
+        push_all(warm)
+        H.wait_until(function() return #ran() == 40 end, 20, "the first jobs")
+        -- tries 5: a job put back by a migrate is charged the attempt, as Laravel's migrate does
+        local batch = { spec_job("pause", "j1") }
+        for i = 2, 21 do batch[i] = spec_job("ok", "j" .. i) end
+        for _, p in ipairs(batch) do p.maxTries = 5 end
+        push_all(batch)
+        H.wait_until(function() return #ran() >= 61 and H.r("LLEN", list) == 0
+            and H.r("ZCARD", reserved) == 0 end, 20, "the jobs")
+        H.sleep(0.3)
+        os.remove(file)
+        local held = tonumber(H.r("GET", "spec:held"))
+        assert.is_true(held >= 2, "the worker held " .. held .. " jobs ahead")
+        local runs = {}
+        for _, r in ipairs(ran()) do
+            runs[r.id] = runs[r.id] or {}
+            table.insert(runs[r.id], r.attempts)
+        end
+        return runs
+    end
+
+    it("are not run when the machine was paused past their reservations, whose expiry is by the wall clock", function()
+        -- a pause of 100 s, its monotonic clock stood still: by Redis' clock the jobs
+        -- held ahead had expired, and another luaworker's migrate put them back on the
+        -- queue, charged, as Laravel's does: this worker must not run them from its
+        -- hands. (A heartbeat of 300 s: its lease, 150 s, outlives the pause.)
+        local runs = paused_batch(100, "migrate", { "--heartbeat=300" })
+        for id, attempts in pairs(runs) do
+            assert.are.equal(1, #attempts, id .. " ran " .. #attempts .. " times")
+        end
+        assert.are.same({ 1 }, runs.j1)
+    end)
+
+    it("are not run when the machine was paused past its lease by the wall clock, once another process gave them back", function()
+        -- a pause of 0.75 s (the lease is half the 1 s heartbeat; less than the second a
+        -- batch is held): another luaworker found the heartbeat gone and gave back the
+        -- jobs held ahead, uncharged
+        local runs = paused_batch(0.75, "dead")
+        for id, attempts in pairs(runs) do
+            assert.are.same({ 1 }, attempts, id)
+        end
     end)
 
     it("go back when the worker stops, and it leaves no record behind", function()

@@ -40,6 +40,13 @@ double system_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+double system_wall_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* host.now() -> integer Unix seconds (the host clock, as Laravel's scores use). */
 static int l_host_now(lua_State *L)
 {
@@ -57,9 +64,7 @@ static int l_host_clock(lua_State *L)
 /* host.microtime() -> Unix time with fractions, for timestamps in JSON output. */
 static int l_host_microtime(lua_State *L)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+    lua_pushnumber(L, system_wall_clock());
     return 1;
 }
 

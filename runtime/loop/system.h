@@ -20,4 +20,9 @@ void system_random_id(char *out, size_t n);
 /* CLOCK_MONOTONIC in seconds, the clock of host.clock. */
 double system_clock(void);
 
+/* CLOCK_REALTIME in seconds with fractions, the clock of host.microtime: the clock
+ * Redis expires keys by and Laravel scores reservations by. It runs on while a
+ * paused virtual machine's (or a suspended laptop's) CLOCK_MONOTONIC stands still. */
+double system_wall_clock(void);
+
 #endif

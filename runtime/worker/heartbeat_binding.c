@@ -9,28 +9,40 @@
 #include "redis/redis_binding.h"
 #include "redis/redis_conn.h"
 
-/* The heartbeat's state (one vm a process); times are system_clock(). */
+/* The heartbeat's state (one vm a process); times are system_clock(), those named
+ * _wall system_wall_clock(). */
 static struct {
     ev_timer timer;
     char **argv;                    /* the keys, the value, the ttl in ms; owned */
     int keys;
     int pending;                    /* replies of the round in flight */
     int round_ok;
-    double sent;                    /* when the round in flight was sent */
+    double sent, sent_wall;         /* when the round in flight was sent */
     double lease;                   /* seconds a confirmed heartbeat holds the lease */
     double lease_confirmed;         /* when the last confirmed heartbeat was sent */
+    double lease_confirmed_wall;
     double lease_since;             /* when the first of an unbroken run of them was */
 } hb;
 
-/* A heartbeat sent at `sent` was confirmed now: it extends the current run of
- * confirmations when the last one is less than the lease ago, else starts a new run. */
-static void confirm(double sent)
+/* Whether the lease has lapsed: no heartbeat confirmed, or the last one sent a
+ * lease ago or more by either clock (a wall clock set back counts for nothing). */
+static int lease_lapsed(void)
 {
-    double now = system_clock();
-    if (hb.lease_confirmed <= 0 || now - hb.lease_confirmed >= hb.lease)
+    return hb.lease_confirmed <= 0 || system_clock() - hb.lease_confirmed >= hb.lease ||
+           system_wall_clock() - hb.lease_confirmed_wall >= hb.lease;
+}
+
+/* A heartbeat sent at `sent` (`sent_wall` by the wall clock) was confirmed now: it
+ * extends the current run of confirmations unless the lease lapsed, else starts a
+ * new run. */
+static void confirm(double sent, double sent_wall)
+{
+    if (lease_lapsed())
         hb.lease_since = sent;
-    if (sent > hb.lease_confirmed)
+    if (sent > hb.lease_confirmed) {
         hb.lease_confirmed = sent;
+        hb.lease_confirmed_wall = sent_wall;
+    }
 }
 
 static void on_beat_reply(void *data, const redisReply *reply, const char *lost,
@@ -44,7 +56,7 @@ static void on_beat_reply(void *data, const redisReply *reply, const char *lost,
     if (!reply || reply->type == REDIS_REPLY_ERROR)
         hb.round_ok = 0;
     if (--hb.pending == 0 && hb.round_ok)
-        confirm(hb.sent);
+        confirm(hb.sent, hb.sent_wall);
 }
 
 /* One round: SET of each key, unless the last round is still unanswered. */
@@ -53,6 +65,7 @@ static void beat(struct vm *h)
     if (hb.pending > 0)
         return;
     hb.sent = system_clock();
+    hb.sent_wall = system_wall_clock();
     hb.round_ok = 1;
     for (int i = 0; i < hb.keys; i++) {
         const char *argv[5] = {"SET", hb.argv[i], hb.argv[hb.keys],
@@ -140,20 +153,20 @@ static int l_host_heartbeat_stop(lua_State *L)
     return 0;
 }
 
-/* host.heartbeat_note(sent): a pop sent at host.clock() time `sent`, which set the
- * heartbeat, was confirmed now. */
+/* host.heartbeat_note(sent, sent_wall): a pop sent at host.clock() time `sent`
+ * (host.microtime() `sent_wall`), which set the heartbeat, was confirmed now. */
 static int l_host_heartbeat_note(lua_State *L)
 {
-    confirm(luaL_checknumber(L, 1));
+    confirm(luaL_checknumber(L, 1), luaL_checknumber(L, 2));
     return 0;
 }
 
 /* host.lease() -> the host.clock() time since which the lease has been held
- * without a break, or nil when it is not held now (no heartbeat confirmed within
- * the lease). What was reserved after that time is still this worker's. */
+ * without a break, or nil when it is not held now (it lapsed: see lease_lapsed).
+ * What was reserved after that time is still this worker's. */
 static int l_host_lease(lua_State *L)
 {
-    if (hb.lease_confirmed <= 0 || system_clock() - hb.lease_confirmed >= hb.lease)
+    if (lease_lapsed())
         return 0;
     lua_pushnumber(L, hb.lease_since);
     return 1;

@@ -10,7 +10,10 @@
  * (less than the TTL) after that send. Confirmations that follow each other within
  * the lease make an unbroken run; a gap (an outage, a long computation) starts a new
  * one, and whatever was reserved before it may have been given back meanwhile. Pops
- * set the heartbeat too and are confirmed the same way (host.heartbeat_note). Uses
+ * set the heartbeat too and are confirmed the same way (host.heartbeat_note).
+ * Redis expires the keys by its wall clock, which runs on while this machine is
+ * paused (a virtual machine stopped or snapshotted, a laptop asleep) and its
+ * CLOCK_MONOTONIC stands still: a lease lapses when either clock says so. Uses
  * vm, system and redis_binding's queue connection. */
 #ifndef LUAWORKER_WORKER_HEARTBEAT_BINDING_H
 #define LUAWORKER_WORKER_HEARTBEAT_BINDING_H

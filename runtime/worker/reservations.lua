@@ -14,7 +14,10 @@
 -- to the head of their queue as they were, attempts uncharged
 -- (scripts/give_back.lua):
 --   - when this worker held them over HOLD seconds (behind a slow job), pauses,
---     stops, lost a pop's reply, or outlived its lease (below);
+--     stops, lost a pop's reply, or outlived its lease (below); held time counts by
+--     the wall clock too, by which their reservations expire: a machine paused
+--     (a virtual machine stopped or snapshotted, a laptop asleep) finds its
+--     monotonic clock stood still while the reservations ran out;
 --   - when this worker died: at once by the worker its supervisor starts in its
 --     place ("killed", told by host.predecessor), else by any luaworker on the queue
 --     that finds its heartbeat gone ("dead"), within 1.5 heartbeat periods.
@@ -69,9 +72,10 @@ local unsure = false           -- a pop's reply was lost: its jobs may be record
 local next_scan = 0            -- host.clock() of the next look for dead workers
 local migrated_at = {}         -- queue -> the Unix second its due jobs were last moved
 -- the batch being run: queue, {payload, reserved} pairs, the next to run, when its
--- pop was sent, when its first job started, the number of its first job
-local ahead = { q = nil, jobs = {}, next = 1, at = 0, started = 0, first = 0 }
-local pending                  -- the pop of the next batch under way: {q, handle, at, number}
+-- pop was sent (host.clock() and host.microtime()), when its first job started, the
+-- number of its first job
+local ahead = { q = nil, jobs = {}, next = 1, at = 0, wall = 0, started = 0, first = 0 }
+local pending                  -- the pop of the next batch under way: {q, handle, at, wall, number}
 local batch_size = 1
 -- The jobs handed over to run (M.running), in number order: running[first..last]
 -- their numbers, ended[number] = true once finished; newest: the last one's.
@@ -106,6 +110,12 @@ end
 local function still_ours(sent)
     local since = host.lease()
     return since ~= nil and since <= sent
+end
+
+-- Whether jobs of a pop sent at host.clock() time `at` (host.microtime() `wall`)
+-- were held over HOLD seconds, by either clock.
+local function held_too_long(at, wall)
+    return host.clock() - at > HOLD or host.microtime() - wall > HOLD
 end
 
 
@@ -200,7 +210,8 @@ end
 -- the next one is due); in a run meant to end (--stop-when-empty, --once), a pop
 -- that finds the queue empty moves them first whenever it comes, as Laravel's pop
 -- always does, so that no due job is left behind. Returns the {payload, reserved}
--- pairs, the number of the first, and when the pop was sent.
+-- pairs, the number of the first, and when the pop was sent (host.clock() and
+-- host.microtime()).
 local function pop(q, count)
     local now = host.now()
     local migrated = false
@@ -209,47 +220,49 @@ local function pop(q, count)
         migrated_at[q], migrated = now, true
     end
     for _ = 1, 1000 do
-        local sent = host.clock()
+        local sent, sent_wall = host.clock(), host.microtime()
         local args, number = pop_args(q, count)
         local ok, taken, problem, record_id = pcall(queue.pop, q, args)
         if not ok then lost_pop(q, taken) end
         touched[q] = true
-        host.heartbeat_note(sent)
+        host.heartbeat_note(sent, sent_wall)
         M.report_send_errors()
         if problem then report_unusable(q, problem, record_id) end
-        if #taken > 0 then return taken, number, sent end
+        if #taken > 0 then return taken, number, sent, sent_wall end
         if not problem then
             -- a run meant to end on an empty queue: its due jobs first, as Laravel's
             -- pop, then once more (a worker that goes on is woken when they are due)
             if migrated or not (options.stop_when_empty or options.once) then
-                return taken, number, sent
+                return taken, number, sent, sent_wall
             end
             now = host.now()
             queue.migrate(q, now, options.migration_batch_size)
             migrated_at[q], migrated = now, true
         end
     end
-    return {}, 0, 0
+    return {}, 0, 0, 0
 end
 
 local function start_prefetch(q, count)
     if pending or count < 2 then return end
     local args, number = pop_args(q, count)
-    pending = { q = q, handle = queue.start_pop(q, args), at = host.clock(), number = number }
+    pending = { q = q, handle = queue.start_pop(q, args), at = host.clock(), wall = host.microtime(),
+        number = number }
 end
 
 -- Waits for the pop under way. Returns its jobs (maybe none), its queue, when it
--- was sent and the number of its first job; raises what Redis raised.
+-- was sent (host.clock() and host.microtime()) and the number of its first job;
+-- raises what Redis raised.
 local function finish_prefetch()
     local p = pending
     pending = nil
     local ok, taken, problem, record_id = pcall(queue.finish_pop, p.handle)
     if not ok then lost_pop(p.q, taken) end
     touched[p.q] = true
-    host.heartbeat_note(p.at)
+    host.heartbeat_note(p.at, p.wall)
     M.report_send_errors()
     if problem then report_unusable(p.q, problem, record_id) end
-    return taken, p.q, p.at, p.number
+    return taken, p.q, p.at, p.wall, p.number
 end
 
 -- Gives back every job this worker took and did not start, on every queue it
@@ -267,7 +280,7 @@ end
 -- The next job reserved ahead and its number, or nil.
 local function take_ahead()
     if ahead.next > #ahead.jobs then return nil end
-    if host.clock() - ahead.at > HOLD or not still_ours(ahead.at) then
+    if held_too_long(ahead.at, ahead.wall) or not still_ours(ahead.at) then
         give_back("own")
         return nil
     end
@@ -276,11 +289,11 @@ local function take_ahead()
     return ahead.jobs[index], ahead.first + index - 1
 end
 
--- Makes taken (from q, its pop sent at time at, its first job numbered number) the
--- batch being run, with the pop of the next one under way when it is full. Returns
--- its first job and number.
-local function run_batch(q, taken, at, number, limit)
-    ahead.q, ahead.jobs, ahead.next, ahead.at, ahead.first = q, taken, 2, at, number
+-- Makes taken (from q, its pop sent at times at and wall, its first job numbered
+-- number) the batch being run, with the pop of the next one under way when it is
+-- full. Returns its first job and number.
+local function run_batch(q, taken, at, wall, number, limit)
+    ahead.q, ahead.jobs, ahead.next, ahead.at, ahead.wall, ahead.first = q, taken, 2, at, wall, number
     ahead.started = host.clock()
     if #taken == batch_size then start_prefetch(q, math.min(batch_size, limit - #taken)) end
     return taken[1], number
@@ -295,10 +308,10 @@ local function pop_batch(queues, limit)
     end
     ahead.jobs, ahead.next = {}, 1
     if pending then
-        local taken, q, at, number = finish_prefetch()
+        local taken, q, at, wall, number = finish_prefetch()
         if #taken > 0 then
-            if not paused(q) and host.clock() - at <= HOLD and still_ours(at) then
-                return run_batch(q, taken, at, number, limit)
+            if not paused(q) and not held_too_long(at, wall) and still_ours(at) then
+                return run_batch(q, taken, at, wall, number, limit)
             end
             batch_size = 1
             queue.give_back(q, id, "own")
@@ -306,8 +319,8 @@ local function pop_batch(queues, limit)
     end
     for _, q in ipairs(queues) do
         if not paused(q) then
-            local taken, number, sent = pop(q, math.min(batch_size, limit))
-            if #taken > 0 then return run_batch(q, taken, sent, number, limit) end
+            local taken, number, sent, sent_wall = pop(q, math.min(batch_size, limit))
+            if #taken > 0 then return run_batch(q, taken, sent, sent_wall, number, limit) end
         end
     end
     return nil
