@@ -75,6 +75,31 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.is_true(n < 60, n .. " commits")
     end)
 
+    it("analyzes a jobs table that has no statistics as it starts, so that its pops walk the primary key "
+        .. "instead of sorting the queue", function()
+        -- a copy of the jobs table, 2,000 rows, autovacuum off: never analyzed
+        pg.psql('drop table if exists "jobs_unanalyzed"; '
+            .. 'create table "jobs_unanalyzed" (like "jobs" including all) with (autovacuum_enabled = false); '
+            .. "insert into jobs_unanalyzed (queue, payload, attempts, available_at, created_at) "
+            .. "select 'other', '{}', 0, 0, 0 from generate_series(1, 2000)")
+        local function plan()
+            return pg.psql("explain select id from jobs_unanalyzed where queue = 'other' and "
+                .. "octet_length(payload) <= 1000 order by id limit 8")
+        end
+        assert.matches("Sort", plan())
+        local e = pg.env({ QUEUE_CONNECTION = "database", DB_QUEUE_TABLE = "jobs_unanalyzed",
+            CACHE_DRIVER = "redis" })
+        local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--stop-when-empty" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal("", r.stderr)
+        assert.matches("t", pg.psql("select last_analyze is not null from pg_stat_user_tables "
+            .. "where relname = 'jobs_unanalyzed'"))
+        assert.does_not.match("Sort", plan())
+        -- its rows are on another queue: none was taken
+        assert.matches("2000", pg.psql("select count(*) from jobs_unanalyzed where reserved_at is null"))
+        pg.psql('drop table "jobs_unanalyzed"')
+    end)
+
     describe("with luaworker notify install", function()
         local socket = require "socket"
         local e

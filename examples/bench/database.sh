@@ -52,7 +52,8 @@ db_throughput() {
     # PostgreSQL plans a pop from the table's statistics, which autovacuum gathers
     # about a minute after rows come; without them every pop sorts all the rows of
     # the queue (docs/performance.md). Gathered here, as on a table in use, so that
-    # no row depends on whether autovacuum has come by yet. SQLite and MariaDB read
+    # no row depends on whether autovacuum has come by yet (luaworker gathers them
+    # as it starts on a table that has none; queue:work does not). SQLite and MariaDB read
     # a queue's rows in id order from its index, no sort: nothing to gather.
     [ "$kind" != pgsql ] || db_sql "$kind" "analyze jobs"
     local t0 t1 pids=()

@@ -355,6 +355,24 @@ function Queue:check()
         .. self.quoted_table .. " where 1 = 0")
 end
 
+-- PostgreSQL plans a pop from the table's statistics. A table never analyzed gets
+-- default estimates, under which a pop of more than one row, or one with a size
+-- limit, sorts every row of the queue instead of walking the primary key (14 ms a
+-- pop at 20,000 rows, against 0.1); autovacuum analyzes a table in use, but only
+-- within about a minute of its first changes, and not at all where it is turned
+-- off. So a table without statistics is analyzed, as autovacuum would, when this
+-- connection's user owns it (another user's ANALYZE would be skipped). Returns
+-- whether it was. Other drivers: nothing to do.
+function Queue:gather_statistics()
+    if self.db.driver_name ~= "pgsql" then return false end
+    local r = self.db:select("select c.reltuples < 0 or c.relpages = 0 as never, "
+        .. "pg_has_role(c.relowner, 'MEMBER') as owned from pg_class c where c.oid = to_regclass(?)",
+        { self.quoted_table })[1]
+    if not (r and r.never and r.owned) then return false end
+    self.db:statement("analyze " .. self.quoted_table)
+    return true
+end
+
 -- The jobs of q: total, pending (available now), delayed, reserved (as 12.x's
 -- pendingSize, delayedSize and reservedSize count them).
 function Queue:size(q)

@@ -82,6 +82,8 @@ function M.setup(one_shot)
     if not ok and not db.lost_connection(err) then
         error("the database queue's table " .. jobs_table.table .. ": " .. tostring(err), 0)
     end
+    -- (statistics are an optimisation: a refusal or an outage leaves them to autovacuum)
+    if ok then pcall(jobs_table.gather_statistics, jobs_table) end
     -- (a database that cannot be reached now: the worker polls, as without the trigger)
     local found, installed = pcall(database_notifications.installed, jobs_table)
     if found and installed then listener = database_notifications.listener(jobs_table) end
