@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Sourced by spec/run, examples/demo.sh and examples/bench/bench.sh: a private
 # redis-server on a free loopback port, its files in a directory of the caller's.
-#   private_redis_start DIR   starts it; sets private_redis_port; returns 1 when no
-#                             port could be had after 50 tries
+#   private_redis_start DIR   starts it, listening on DIR/redis.sock too; sets
+#                             private_redis_port; returns 1 when no port could be had
+#                             after 50 tries
 #   private_redis_stop DIR    stops it; returns once it has stopped writing to DIR
 
 private_redis_start() {
@@ -13,6 +14,7 @@ private_redis_start() {
         p=$((20000 + RANDOM % 12000))
         redis-server --port "$p" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
             --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+            --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
             >/dev/null 2>&1 || continue
         for _ in $(seq 1 50); do
             # this server, not another one already on port p (which answers too)

@@ -222,7 +222,13 @@ local BAD_VARS = {
     { { REDIS_PORT = "0" }, "REDIS_PORT=0: expected a whole number from 1 to 65535" },
     { { REDIS_PORT = "65536" }, "REDIS_PORT=65536: expected a whole number from 1 to 65535" },
     { { REDIS_PORT = "6379 " }, "REDIS_PORT=6379 : expected a whole number from 1 to 65535" },
-    { { REDIS_HOST = "" }, "REDIS_HOST=: expected a host name or IP address" },
+    { { REDIS_HOST = "" }, "REDIS_HOST=: expected a host name or IP address, or a unix socket's path" },
+    { { REDIS_SCHEME = "unix" }, "REDIS_PATH=: expected the absolute path of Redis' unix socket (REDIS_SCHEME=unix)" },
+    { { REDIS_SCHEME = "tls" }, "REDIS_SCHEME=tls: expected tcp or unix (TLS is not supported)" },
+    { { REDIS_URL = "unix://redis.sock" }, "REDIS_URL=unix:redis.sock: expected unix:///path/to/redis.sock (the "
+        .. "socket's absolute path)" },
+    { { REDIS_URL = "unix:///run/redis.sock?database=x" }, "REDIS_URL database=x: expected a whole number "
+        .. "from 0 to 1048576" },
     { { REDIS_HOST = string.rep("h", 256) }, "REDIS_HOST: value is too long (at most 255 bytes)" },
     { { REDIS_DB = "-1" }, "REDIS_DB=-1: expected a whole number from 0 to 1048576" },
     { { REDIS_DB = "1048577" }, "REDIS_DB=1048577: expected a whole number from 0 to 1048576" },
@@ -230,9 +236,9 @@ local BAD_VARS = {
     { { REDIS_PASSWORD = string.rep("p", 512) }, "REDIS_PASSWORD: value is too long (at most 511 bytes)" },
     { { REDIS_USERNAME = string.rep("u", 256) }, "REDIS_USERNAME: value is too long (at most 255 bytes)" },
     { { REDIS_URL = "127.0.0.1:6379" }, "REDIS_URL=127.0.0.1:6379: expected "
-        .. "redis://[user:password@]host[:port][/db] (TLS is not supported)" },
+        .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)" },
     { { REDIS_URL = "rediss://user:secret@127.0.0.1:6379" }, "REDIS_URL=rediss://user:***: expected "
-        .. "redis://[user:password@]host[:port][/db] (TLS is not supported)" },
+        .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)" },
     { { REDIS_URL = "redis://127.0.0.1:port" }, "REDIS_URL port=port: expected a whole number from 1 to 65535" },
     { { REDIS_URL = "redis://127.0.0.1:0" }, "REDIS_URL port=0: expected a whole number from 1 to 65535" },
     { { REDIS_URL = "redis://127.0.0.1/x" }, "REDIS_URL database=x: expected a whole number from 0 to 1048576" },
@@ -283,7 +289,7 @@ describe("bad variables", function()
     it("rejects a REDIS_URL that is not redis:// with exit 2", function()
         local r = run({ "push", "App\\Jobs\\X" }, { REDIS_URL = "http://x" })
         assert.are.same({ status = 2, stdout = "", stderr = "luaworker: REDIS_URL=http://x: expected "
-            .. "redis://[user:password@]host[:port][/db] (TLS is not supported)\n" }, r)
+            .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)\n" }, r)
     end)
 end)
 

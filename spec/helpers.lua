@@ -273,10 +273,12 @@ Server.__index = Server
 
 -- Starts a redis-server of a spec's own on a free port (for specs that stop and
 -- restart it). opts.appendonly: it keeps its data across a restart (AOF, fsync
--- every second; stop() shuts it down cleanly). Returns a server with port,
--- client(), stop(), start().
+-- every second; stop() shuts it down cleanly); opts.unixsocket: it listens on a
+-- unix socket too, its path in socket. Returns a server with port, client(),
+-- stop(), start().
 function H.redis_server(opts)
     local srv = setmetatable({ dir = H.tmpdir(), appendonly = opts and opts.appendonly }, Server)
+    if opts and opts.unixsocket then srv.socket = srv.dir .. "/redis.sock" end
     for _ = 1, 50 do
         srv.port = 20000 + math.random(0, 19999)
         if srv:start() then return srv end
@@ -286,8 +288,9 @@ end
 
 function Server:start()
     local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s --save '' "
-        .. "--appendonly %s --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log", self.port,
-        self.dir, self.appendonly and "yes" or "no", self.dir, self.dir))
+        .. "--appendonly %s --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log%s", self.port,
+        self.dir, self.appendonly and "yes" or "no", self.dir, self.dir,
+        self.socket and " --unixsocket " .. self.socket .. " --unixsocketperm 700" or ""))
     if not ok then return false end
     return self:connect()
 end

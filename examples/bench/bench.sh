@@ -303,6 +303,12 @@ throughput php1 1 php_work "${PHP_FAST[@]}"
 throughput lw2 1 lw_work --processes=2 "${LW_FAST[@]}"
 throughput php2 2 php_work "${PHP_FAST[@]}"
 
+echo "== the same over the server's unix socket (REDIS_HOST its path, REDIS_PORT 0)"
+throughput lw1.unix 1 env REDIS_HOST="$tmp/redis.sock" REDIS_PORT=0 ./luaworker work \
+    --handlers="$HANDLERS" --processes=1 "${LW_FAST[@]}"
+throughput php1.unix 1 env REDIS_HOST="$tmp/redis.sock" REDIS_PORT=0 php examples/laravel/artisan \
+    queue:work "${PHP_FAST[@]}"
+
 echo "== no-op throughput, jobs in flight: --concurrency=32"
 throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
 
@@ -387,6 +393,8 @@ table() {
         "$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..8})"
     row "no-op throughput, 1 process (jobs/s)" "${R[lw1.tput]}" "${R[php1.tput]}"
     row "no-op throughput, 2 processes (jobs/s)" "${R[lw2.tput]}" "${R[php2.tput]}"
+    row "no-op throughput, 1 process, unix socket (jobs/s)" "${R[lw1.unix.tput]}" "${R[php1.unix.tput]}"
+    row "Redis CPU per job, 1 process, unix socket (us)" "${R[lw1.unix.cpu]}" "${R[php1.unix.cpu]}"
     row "Redis CPU per job, 1 process (us)" "${R[lw1.cpu]}" "${R[php1.cpu]}"
     row "Redis CPU per job, 2 processes (us)" "${R[lw2.cpu]}" "${R[php2.cpu]}"
     row "Redis commands per job, 1 process" "${R[lw1.calls]}" "${R[php1.calls]}"

@@ -121,10 +121,53 @@ static int int_var(const char *name, const char *value, long min, long max, int 
     return 0;
 }
 
-/* Applies REDIS_URL (redis://[user[:password]@]host[:port][/db]) over s, as Laravel's
- * ConfigurationUrlParser merges a url over the connection's own keys. */
+/* Applies a unix socket URL over s: unix:///path or unix:/path (predis' and
+ * redis-py's form; PHP's parse_url refuses them), with the query's database or db,
+ * username and password. */
+static int apply_unix_url(struct redis_settings *s, const char *url, char *err, size_t errlen)
+{
+    const char *p = url + 5;  /* after "unix:" */
+    if (strncmp(p, "//", 2) == 0)
+        p += 2;
+    char tmp[1024];
+    if (copy(tmp, sizeof tmp, p, "REDIS_URL", err, errlen))
+        return -1;
+    char *query = strchr(tmp, '?');
+    if (query)
+        *query++ = '\0';
+    if (tmp[0] != '/') {
+        snprintf(err, errlen, "REDIS_URL=unix:%.300s: expected unix:///path/to/redis.sock "
+                 "(the socket's absolute path)", tmp);
+        return -1;
+    }
+    if (copy(s->path, sizeof s->path, tmp, "REDIS_URL path", err, errlen))
+        return -1;
+    for (char *pair = query ? strtok(query, "&") : NULL; pair; pair = strtok(NULL, "&")) {
+        char *eq = strchr(pair, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        const char *v = eq + 1;
+        int rc = 0;
+        if (strcmp(pair, "database") == 0 || strcmp(pair, "db") == 0)
+            rc = int_var("REDIS_URL database", v, 0, 1 << 20, &s->db, err, errlen);
+        else if (strcmp(pair, "password") == 0)
+            rc = copy(s->password, sizeof s->password, v, "REDIS_URL password", err, errlen);
+        else if (strcmp(pair, "username") == 0)
+            rc = copy(s->username, sizeof s->username, v, "REDIS_URL user", err, errlen);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* Applies REDIS_URL (redis://[user[:password]@]host[:port][/db], or a unix socket's
+ * URL) over s, as Laravel's ConfigurationUrlParser merges a url over the
+ * connection's own keys. */
 static int apply_url(struct redis_settings *s, const char *url, char *err, size_t errlen)
 {
+    if (strncmp(url, "unix:", 5) == 0)
+        return apply_unix_url(s, url, err, errlen);
     const char *p = strstr(url, "://");
     if (!p || (strncmp(url, "redis://", 8) && strncmp(url, "tcp://", 6))) {
         /* the password is never printed: the message shows the URL up to it */
@@ -132,7 +175,7 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
         const char *pw = at ? memchr(p + 3, ':', (size_t)(at - p - 3)) : NULL;
         int shown = pw ? (int)(pw + 1 - url) : (int)strlen(url);
         snprintf(err, errlen, "REDIS_URL=%.*s%s: expected redis://[user:password@]host[:port][/db] "
-                 "(TLS is not supported)", shown, url, pw ? "***" : "");
+                 "or unix:///path/to/redis.sock (TLS is not supported)", shown, url, pw ? "***" : "");
         return -1;
     }
     p += 3;
@@ -168,7 +211,40 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
         if (int_var("REDIS_URL port", colon + 1, 1, 65535, &s->port, err, errlen))
             return -1;
     }
-    if (*hostpart && copy(s->host, sizeof s->host, hostpart, "REDIS_URL host", err, errlen))
+    if (*hostpart) {
+        if (copy(s->host, sizeof s->host, hostpart, "REDIS_URL host", err, errlen))
+            return -1;
+        s->path[0] = '\0';
+    }
+    return 0;
+}
+
+/* Where Redis is, from the app's settings: REDIS_SCHEME=unix with REDIS_PATH
+ * (predis' options), a REDIS_HOST that is a socket's path (phpredis' form; its port,
+ * 0 there, is not looked at), else REDIS_HOST and REDIS_PORT; REDIS_URL over them. */
+static int load_redis_address(struct redis_settings *s, char *err, size_t errlen)
+{
+    const char *scheme = env_or("REDIS_SCHEME", "tcp");
+    if (strcmp(scheme, "unix") == 0) {
+        const char *path = env_or("REDIS_PATH", "");
+        if (path[0] != '/') {
+            snprintf(err, errlen, "REDIS_PATH=%.300s: expected the absolute path of Redis' unix "
+                     "socket (REDIS_SCHEME=unix)", path);
+            return -1;
+        }
+        if (copy(s->path, sizeof s->path, path, "REDIS_PATH", err, errlen))
+            return -1;
+    } else if (*scheme && strcmp(scheme, "tcp") != 0) {
+        snprintf(err, errlen, "REDIS_SCHEME=%.100s: expected tcp or unix (TLS is not supported)", scheme);
+        return -1;
+    }
+    if (copy(s->host, sizeof s->host, env_or("REDIS_HOST", "127.0.0.1"), "REDIS_HOST", err, errlen))
+        return -1;
+    if (!s->path[0] && s->host[0] == '/' &&
+        copy(s->path, sizeof s->path, s->host, "REDIS_HOST", err, errlen))
+        return -1;
+    s->port = 6379;
+    if (!s->path[0] && int_var("REDIS_PORT", env_or("REDIS_PORT", "6379"), 1, 65535, &s->port, err, errlen))
         return -1;
     return 0;
 }
@@ -177,10 +253,9 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
                       char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    if (copy(s->host, sizeof s->host, env_or("REDIS_HOST", "127.0.0.1"), "REDIS_HOST", err, errlen) ||
+    if (load_redis_address(s, err, errlen) ||
         copy(s->username, sizeof s->username, env_or("REDIS_USERNAME", ""), "REDIS_USERNAME", err, errlen) ||
         copy(s->password, sizeof s->password, env_or("REDIS_PASSWORD", ""), "REDIS_PASSWORD", err, errlen) ||
-        int_var("REDIS_PORT", env_or("REDIS_PORT", "6379"), 1, 65535, &s->port, err, errlen) ||
         int_var(db_var, env_or(db_var, db_default), 0, 1 << 20, &s->db, err, errlen))
         return -1;
     /* Laravel's env() maps the literal string "null" to null. */
@@ -189,11 +264,19 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
     const char *url = getenv("REDIS_URL");
     if (url && *url && apply_url(s, url, err, errlen))
         return -1;
-    if (!*s->host) {
-        snprintf(err, errlen, "REDIS_HOST=: expected a host name or IP address");
+    if (!s->path[0] && !*s->host) {
+        snprintf(err, errlen, "REDIS_HOST=: expected a host name or IP address, or a unix socket's path");
         return -1;
     }
     return 0;
+}
+
+void config_describe_redis(const struct redis_settings *s, char *out, size_t size)
+{
+    if (s->path[0])
+        snprintf(out, size, "unix:%s?database=%d", s->path, s->db);
+    else
+        snprintf(out, size, "%s:%d/%d", s->host, s->port, s->db);
 }
 
 /* APP_TIMEZONE must name a zone of the tz database (TZDIR, else

@@ -13,6 +13,7 @@
 struct redis_settings {
     char host[256];
     int port;
+    char path[256];               /* a unix socket's path, used instead of host and port; "" for TCP */
     char username[256];
     char password[512];
     int db;
@@ -31,6 +32,10 @@ struct config {
                                    * app's .env sets it), else luaworker-redis */
     struct laravel_version laravel;  /* whose protocol and key conventions apply */
 };
+
+/* Where s says Redis is, for messages (never the password): host:port/db, or
+ * unix:path?database=db for a unix socket. */
+void config_describe_redis(const struct redis_settings *s, char *out, size_t size);
 
 /* The failed-job stores luaworker has (runtime/queue/failed_jobs.lua), NULL-ended. */
 extern const char *const config_failed_drivers[];

@@ -289,11 +289,13 @@ static void push_cli(lua_State *L, const struct cli *cli)
 
 static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 {
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
     lua_pushstring(L, s->host);
     lua_setfield(L, -2, "host");
     lua_pushinteger(L, s->port);
     lua_setfield(L, -2, "port");
+    lua_pushstring(L, s->path);
+    lua_setfield(L, -2, "path");
     lua_pushinteger(L, s->db);
     lua_setfield(L, -2, "db");
     lua_pushboolean(L, s->password[0] != '\0');

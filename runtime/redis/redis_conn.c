@@ -50,7 +50,7 @@ struct redis_conn {
     redisAsyncContext *ac;         /* NULL while disconnected */
     struct redis_settings settings;
     const struct scripts *scripts;
-    char describe[300];
+    char describe[320];
     redisAsyncContext *failed_ac;  /* a connection whose set-up failed, until it closes */
     unsigned long connects;        /* connections opened so far */
     char setup_error[600];         /* why, for the replies still pending on it */
@@ -229,7 +229,8 @@ static void send_kept(struct redis_conn *c, redisAsyncContext *ac)
 
 static int connect_now(struct redis_conn *c, char *err, size_t errlen)
 {
-    redisAsyncContext *ac = redisAsyncConnect(c->settings.host, c->settings.port);
+    redisAsyncContext *ac = c->settings.path[0] ? redisAsyncConnectUnix(c->settings.path)
+                                                : redisAsyncConnect(c->settings.host, c->settings.port);
     if (!ac) {
         snprintf(err, errlen, "%s: out of memory", c->describe);
         return -1;
@@ -272,7 +273,7 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
     c->settings = *s;
     c->scripts = scripts;
     STAILQ_INIT(&c->kept);
-    snprintf(c->describe, sizeof c->describe, "%s:%d/%d", s->host, s->port, s->db);
+    config_describe_redis(s, c->describe, sizeof c->describe);
     return c;
 }
 

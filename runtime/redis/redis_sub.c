@@ -78,9 +78,12 @@ struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settin
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    sub->c = redisConnectWithTimeout(s->host, s->port, tv);
+    sub->c = s->path[0] ? redisConnectUnixWithTimeout(s->path, tv)
+                        : redisConnectWithTimeout(s->host, s->port, tv);
     if (!sub->c || sub->c->err) {
-        snprintf(err, errlen, "cannot connect to Redis at %s:%d: %s", s->host, s->port,
+        char where[320];
+        config_describe_redis(s, where, sizeof where);
+        snprintf(err, errlen, "cannot connect to Redis at %s: %s", where,
                  sub->c ? sub->c->errstr : "out of memory");
         goto fail;
     }
