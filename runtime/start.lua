@@ -68,6 +68,8 @@ local function run(cli, config)
     else
         io.stderr:write("luaworker: ", tostring(status), "\n")
     end
+    -- a refusal lasts until someone changes something (a password, an ACL): bad input
+    if redis.is_error(status) and redis.is_refusal(status.message, status.kind) then return 2 end
     return 1
 end
 

@@ -505,7 +505,7 @@ describe("luaworker work", function()
                 { env = { REDIS_USERNAME = "specworker", REDIS_PASSWORD = "s3cret-pw" } }).status)
             assert.are.equal(2, #ran())
             local r = H.run({ "size" }, { env = { REDIS_PASSWORD = "wrong-pw" } })
-            assert.are.equal(1, r.status)
+            assert.are.equal(2, r.status)
             assert.are.equal("luaworker: Redis at 127.0.0.1:" .. H.port .. "/0 refused AUTH: WRONGPASS "
                 .. "invalid username-password pair or user is disabled.\n", r.stderr)
             assert.is_nil((r.stdout .. r.stderr):match("wrong%-pw"))
@@ -514,6 +514,41 @@ describe("luaworker work", function()
         end)
         H.r("CONFIG", "SET", "requirepass", "")
         H.r("ACL", "DELUSER", "specworker")
+        assert(ok, err)
+    end)
+
+    it("refuses to start, with status 2 and at once, where Redis refuses its login or an ACL forbids what "
+        .. "the queue needs, naming the refusal and never the user or password", function()
+        local users = {
+            { "specnoscript", "-script", "refused SCRIPT LOAD: NOPERM this user has no permissions to run the "
+                .. "'script|load' command" },
+            { "specnoeval", "-evalsha", "NOPERM this user has no permissions to run the 'evalsha' command" },
+            { "specotherkeys", "+@all", "NOPERM this user has no permissions to access one of the keys used "
+                .. "as arguments", "~other:*" },
+        }
+        for _, u in ipairs(users) do
+            H.r("ACL", "SETUSER", u[1], "on", ">s3cret-pw", u[4] or "~*", "&*", "+@all", u[2])
+        end
+        local ok, err = pcall(function()
+            H.push(spec_job("ok"))
+            for _, u in ipairs(users) do
+                local started = os.time()
+                local r = work({ "--stop-when-empty" }, { env = { REDIS_USERNAME = u[1], REDIS_PASSWORD = "s3cret-pw" } })
+                assert.are.equal(2, r.status, r.stderr)
+                assert.is_true(os.time() - started < 5, u[1] .. " was waited for")
+                assert.matches("cannot start: Redis refuses the commands of queue default: .*" .. u[3]:gsub("%p", "%%%0"),
+                    r.stderr)
+                assert.is_nil(r.stderr:find("s3cret", 1, true))
+                assert.is_nil(r.stderr:find(u[1], 1, true))
+            end
+            -- a worker meant to go on refuses the same, and so does a command
+            local r = work({}, { env = { REDIS_USERNAME = "specnoeval", REDIS_PASSWORD = "wrong-pw" }, timeout = 20 })
+            assert.are.equal(2, r.status, r.stderr)
+            assert.matches("cannot start: Redis refuses the commands of queue default: Redis at [^ ]+ refused "
+                .. "AUTH: WRONGPASS", r.stderr)
+            assert.are.equal(0, #ran())
+        end)
+        for _, u in ipairs(users) do H.r("ACL", "DELUSER", u[1]) end
         assert(ok, err)
     end)
 

@@ -94,9 +94,27 @@ function M.in_outage()
     return redis.in_outage()
 end
 
--- Starts the heartbeat of this process on each of its queues. (A Redis outage's
--- wait is the worker's: redis.wait_out_failures.)
+-- Raises what would make the queue's commands fail for good (redis.is_refusal): a
+-- user or password Redis refuses, an ACL without SCRIPT LOAD, EVALSHA or the
+-- queue's keys, a database Redis does not have; found by a script that only reads
+-- (scripts/size.lua on each queue's keys), tried once. An outage is no such thing:
+-- the first pop waits it out.
+local function check_access()
+    for _, q in ipairs(settings.queues) do
+        local list, delayed, reserved = queue.keys(q)
+        local ok, value, kind = host.script("queue", "size", 3, list, delayed, reserved)
+        if not ok and redis.is_refusal(value, kind) then
+            error(string.format("Redis refuses the commands of queue %s: %s", q, value), 0)
+        end
+        if not ok then return end
+    end
+end
+
+-- Checks that Redis lets this worker use its queues (check_access), then starts the
+-- heartbeat of this process on each of them. (A Redis outage's wait is the
+-- worker's: redis.wait_out_failures.)
 function M.setup()
+    check_access()
     options = settings.options
     id = host.identity()
     ttl = options.heartbeat
