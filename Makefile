@@ -21,7 +21,7 @@ CC      ?= cc
 LUAJIT  ?= luajit
 PREFIX  ?= /usr/local
 
-PKGS     = luajit hiredis libev libcrypto
+PKGS     = luajit hiredis libev libssl libcrypto
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
@@ -29,7 +29,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || \
                 echo -I/usr/include/luajit-2.1)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
-                echo -lluajit-5.1 -lhiredis -lev -lcrypto)
+                echo -lluajit-5.1 -lhiredis -lev -lssl -lcrypto)
 # libpq's header only: libpq itself is loaded when a connection is first made
 PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 # Connector/C's header only: libmariadb is loaded when a connection is first made

@@ -24,6 +24,7 @@
 #include "queue/file_store_binding.h"
 #include "redis/idle_wait.h"
 #include "redis/redis_binding.h"
+#include "redis/redis_tls.h"
 #include "redis/scripts.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
@@ -113,6 +114,15 @@ int main(int argc, char **argv)
     if (config_load(&config, option_value(&cli, "env-file"), &laravel, err, sizeof err)) {
         fprintf(stderr, "luaworker: %s\n", err);
         return 2;
+    }
+    /* TLS files OpenSSL cannot use are bad input, found before Redis is asked */
+    if (config.queue.tls.enabled) {
+        SSL_CTX *tls = redis_tls_context(&config.queue, err, sizeof err);
+        if (!tls) {
+            fprintf(stderr, "luaworker: %s\n", err);
+            return 2;
+        }
+        SSL_CTX_free(tls);
     }
     /* Console times are in the app's timezone, as Laravel prints them. */
     setenv("TZ", config.timezone, 1);

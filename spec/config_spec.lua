@@ -224,7 +224,9 @@ local BAD_VARS = {
     { { REDIS_PORT = "6379 " }, "REDIS_PORT=6379 : expected a whole number from 1 to 65535" },
     { { REDIS_HOST = "" }, "REDIS_HOST=: expected a host name or IP address, or a unix socket's path" },
     { { REDIS_SCHEME = "unix" }, "REDIS_PATH=: expected the absolute path of Redis' unix socket (REDIS_SCHEME=unix)" },
-    { { REDIS_SCHEME = "tls" }, "REDIS_SCHEME=tls: expected tcp or unix (TLS is not supported)" },
+    { { REDIS_SCHEME = "ssl" }, "REDIS_SCHEME=ssl: expected tcp, tls or unix" },
+    { { REDIS_SCHEME = "tls", LUAWORKER_REDIS_VERIFY = "yes" }, "LUAWORKER_REDIS_VERIFY=yes: expected 1 (check "
+        .. "Redis' certificate and name: the default) or 0 (do not)" },
     { { REDIS_URL = "unix://redis.sock" }, "REDIS_URL=unix:redis.sock: expected unix:///path/to/redis.sock (the "
         .. "socket's absolute path)" },
     { { REDIS_URL = "unix:///run/redis.sock?database=x" }, "REDIS_URL database=x: expected a whole number "
@@ -236,9 +238,9 @@ local BAD_VARS = {
     { { REDIS_PASSWORD = string.rep("p", 512) }, "REDIS_PASSWORD: value is too long (at most 511 bytes)" },
     { { REDIS_USERNAME = string.rep("u", 256) }, "REDIS_USERNAME: value is too long (at most 255 bytes)" },
     { { REDIS_URL = "127.0.0.1:6379" }, "REDIS_URL=127.0.0.1:6379: expected "
-        .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)" },
-    { { REDIS_URL = "rediss://user:secret@127.0.0.1:6379" }, "REDIS_URL=rediss://user:***: expected "
-        .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)" },
+        .. "redis://[user:password@]host[:port][/db] (rediss:// or tls:// for TLS) or unix:///path/to/redis.sock" },
+    { { REDIS_URL = "https://user:secret@127.0.0.1:6379" }, "REDIS_URL=https://user:***: expected "
+        .. "redis://[user:password@]host[:port][/db] (rediss:// or tls:// for TLS) or unix:///path/to/redis.sock" },
     { { REDIS_URL = "redis://127.0.0.1:port" }, "REDIS_URL port=port: expected a whole number from 1 to 65535" },
     { { REDIS_URL = "redis://127.0.0.1:0" }, "REDIS_URL port=0: expected a whole number from 1 to 65535" },
     { { REDIS_URL = "redis://127.0.0.1/x" }, "REDIS_URL database=x: expected a whole number from 0 to 1048576" },
@@ -275,7 +277,7 @@ describe("bad variables", function()
     end)
 
     it("never prints the password of a REDIS_URL", function()
-        local r = run({ "push", "App\\Jobs\\X" }, { REDIS_URL = "tls://:s3cret@127.0.0.1" })
+        local r = run({ "push", "App\\Jobs\\X" }, { REDIS_URL = "https://:s3cret@127.0.0.1" })
         assert.are.equal(2, r.status)
         assert.is_nil(r.stderr:find("s3cret", 1, true))
     end)
@@ -289,7 +291,7 @@ describe("bad variables", function()
     it("rejects a REDIS_URL that is not redis:// with exit 2", function()
         local r = run({ "push", "App\\Jobs\\X" }, { REDIS_URL = "http://x" })
         assert.are.same({ status = 2, stdout = "", stderr = "luaworker: REDIS_URL=http://x: expected "
-            .. "redis://[user:password@]host[:port][/db] or unix:///path/to/redis.sock (TLS is not supported)\n" }, r)
+            .. "redis://[user:password@]host[:port][/db] (rediss:// or tls:// for TLS) or unix:///path/to/redis.sock\n" }, r)
     end)
 end)
 

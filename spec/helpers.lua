@@ -274,13 +274,15 @@ Server.__index = Server
 -- Starts a redis-server of a spec's own on a free port (for specs that stop and
 -- restart it). opts.appendonly: it keeps its data across a restart (AOF, fsync
 -- every second; stop() shuts it down cleanly); opts.unixsocket: it listens on a
--- unix socket too, its path in socket. Returns a server with port, client(),
--- stop(), start().
+-- unix socket too, its path in socket; opts.tls = {cert =, key =, ca =,
+-- auth_clients =}: it takes TLS on port + 1 too (client certificates required with
+-- auth_clients). Returns a server with port, client(), stop(), start().
 function H.redis_server(opts)
     local srv = setmetatable({ dir = H.tmpdir(), appendonly = opts and opts.appendonly }, Server)
     if opts and opts.unixsocket then srv.socket = srv.dir .. "/redis.sock" end
+    srv.tls = opts and opts.tls
     for _ = 1, 50 do
-        srv.port = 20000 + math.random(0, 19999)
+        srv.port = 20000 + 2 * math.random(0, 9999)
         if srv:start() then return srv end
     end
     error("could not start a redis-server for the spec")
@@ -290,7 +292,10 @@ function Server:start()
     local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s --save '' "
         .. "--appendonly %s --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log%s", self.port,
         self.dir, self.appendonly and "yes" or "no", self.dir, self.dir,
-        self.socket and " --unixsocket " .. self.socket .. " --unixsocketperm 700" or ""))
+        (self.socket and " --unixsocket " .. self.socket .. " --unixsocketperm 700" or "")
+        .. (self.tls and string.format(" --tls-port %d --tls-cert-file %s --tls-key-file %s "
+            .. "--tls-ca-cert-file %s --tls-auth-clients %s", self.port + 1, self.tls.cert, self.tls.key,
+            self.tls.ca, self.tls.auth_clients and "yes" or "no") or "")))
     if not ok then return false end
     return self:connect()
 end

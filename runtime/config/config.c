@@ -169,15 +169,22 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
     if (strncmp(url, "unix:", 5) == 0)
         return apply_unix_url(s, url, err, errlen);
     const char *p = strstr(url, "://");
-    if (!p || (strncmp(url, "redis://", 8) && strncmp(url, "tcp://", 6))) {
+    int tls = !strncmp(url, "rediss://", 9) || !strncmp(url, "tls://", 6);
+    if (!p || (strncmp(url, "redis://", 8) && strncmp(url, "tcp://", 6) && !tls)) {
         /* the password is never printed: the message shows the URL up to it */
         const char *at = p ? strrchr(p, '@') : NULL;
         const char *pw = at ? memchr(p + 3, ':', (size_t)(at - p - 3)) : NULL;
         int shown = pw ? (int)(pw + 1 - url) : (int)strlen(url);
         snprintf(err, errlen, "REDIS_URL=%.*s%s: expected redis://[user:password@]host[:port][/db] "
-                 "or unix:///path/to/redis.sock (TLS is not supported)", shown, url, pw ? "***" : "");
+                 "(rediss:// or tls:// for TLS) or unix:///path/to/redis.sock", shown, url,
+                 pw ? "***" : "");
         return -1;
     }
+    /* as Laravel's RedisManager: a tls:// or tcp:// URL sets the scheme, redis:// leaves it */
+    if (tls)
+        s->tls.enabled = 1;
+    else if (strncmp(url, "tcp://", 6) == 0)
+        s->tls.enabled = 0;
     p += 3;
     char tmp[1024];
     if (copy(tmp, sizeof tmp, p, "REDIS_URL", err, errlen))
@@ -219,13 +226,56 @@ static int apply_url(struct redis_settings *s, const char *url, char *err, size_
     return 0;
 }
 
+/* A file a TLS variable names: "" when unset, else a path that must exist. */
+static int tls_file(char *dst, size_t size, const char *name, char *err, size_t errlen)
+{
+    const char *v = env_or(name, "");
+    if (copy(dst, size, v, name, err, errlen))
+        return -1;
+    struct stat st;
+    if (*v && stat(v, &st) != 0) {
+        snprintf(err, errlen, "%s=%.300s: %s", name, v, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The TLS settings (struct redis_tls) of a connection that uses TLS. */
+static int load_redis_tls(struct redis_tls *t, char *err, size_t errlen)
+{
+    const char *verify = env_or("LUAWORKER_REDIS_VERIFY", "1");
+    if (strcmp(verify, "1") && strcmp(verify, "0")) {
+        snprintf(err, errlen, "LUAWORKER_REDIS_VERIFY=%.100s: expected 1 (check Redis' certificate "
+                 "and name: the default) or 0 (do not)", verify);
+        return -1;
+    }
+    t->verify = strcmp(verify, "1") == 0;
+    if (tls_file(t->ca_file, sizeof t->ca_file, "LUAWORKER_REDIS_CA_FILE", err, errlen) ||
+        tls_file(t->cert_file, sizeof t->cert_file, "LUAWORKER_REDIS_CERT_FILE", err, errlen) ||
+        tls_file(t->key_file, sizeof t->key_file, "LUAWORKER_REDIS_KEY_FILE", err, errlen) ||
+        copy(t->server_name, sizeof t->server_name, env_or("LUAWORKER_REDIS_SERVER_NAME", ""),
+             "LUAWORKER_REDIS_SERVER_NAME", err, errlen))
+        return -1;
+    if (!*t->cert_file != !*t->key_file) {
+        snprintf(err, errlen, "%s: expected LUAWORKER_REDIS_CERT_FILE and LUAWORKER_REDIS_KEY_FILE "
+                 "together (a client certificate and its key)",
+                 *t->cert_file ? "LUAWORKER_REDIS_KEY_FILE is not set" : "LUAWORKER_REDIS_CERT_FILE is not set");
+        return -1;
+    }
+    return 0;
+}
+
 /* Where Redis is, from the app's settings: REDIS_SCHEME=unix with REDIS_PATH
  * (predis' options), a REDIS_HOST that is a socket's path (phpredis' form; its port,
- * 0 there, is not looked at), else REDIS_HOST and REDIS_PORT; REDIS_URL over them. */
+ * 0 there, is not looked at), else REDIS_HOST and REDIS_PORT; REDIS_URL over them.
+ * TLS: REDIS_SCHEME=tls (predis), a REDIS_HOST of tls://host or ssl://host
+ * (phpredis), a rediss:// or tls:// REDIS_URL. */
 static int load_redis_address(struct redis_settings *s, char *err, size_t errlen)
 {
     const char *scheme = env_or("REDIS_SCHEME", "tcp");
-    if (strcmp(scheme, "unix") == 0) {
+    if (strcmp(scheme, "tls") == 0) {
+        s->tls.enabled = 1;
+    } else if (strcmp(scheme, "unix") == 0) {
         const char *path = env_or("REDIS_PATH", "");
         if (path[0] != '/') {
             snprintf(err, errlen, "REDIS_PATH=%.300s: expected the absolute path of Redis' unix "
@@ -235,10 +285,15 @@ static int load_redis_address(struct redis_settings *s, char *err, size_t errlen
         if (copy(s->path, sizeof s->path, path, "REDIS_PATH", err, errlen))
             return -1;
     } else if (*scheme && strcmp(scheme, "tcp") != 0) {
-        snprintf(err, errlen, "REDIS_SCHEME=%.100s: expected tcp or unix (TLS is not supported)", scheme);
+        snprintf(err, errlen, "REDIS_SCHEME=%.100s: expected tcp, tls or unix", scheme);
         return -1;
     }
-    if (copy(s->host, sizeof s->host, env_or("REDIS_HOST", "127.0.0.1"), "REDIS_HOST", err, errlen))
+    const char *host = env_or("REDIS_HOST", "127.0.0.1");
+    if (!strncmp(host, "tls://", 6) || !strncmp(host, "ssl://", 6)) {
+        s->tls.enabled = 1;
+        host += 6;
+    }
+    if (copy(s->host, sizeof s->host, host, "REDIS_HOST", err, errlen))
         return -1;
     if (!s->path[0] && s->host[0] == '/' &&
         copy(s->path, sizeof s->path, s->host, "REDIS_HOST", err, errlen))
@@ -263,6 +318,8 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
         s->password[0] = '\0';
     const char *url = getenv("REDIS_URL");
     if (url && *url && apply_url(s, url, err, errlen))
+        return -1;
+    if (s->tls.enabled && load_redis_tls(&s->tls, err, errlen))
         return -1;
     if (!s->path[0] && !*s->host) {
         snprintf(err, errlen, "REDIS_HOST=: expected a host name or IP address, or a unix socket's path");

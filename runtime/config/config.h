@@ -9,6 +9,17 @@
 
 #include "config/laravel_version.h"
 
+/* TLS to Redis (REDIS_SCHEME=tls, a tls:// REDIS_HOST, a rediss:// or tls:// REDIS_URL),
+ * with luaworker's own variables for what Laravel's config has no names for. */
+struct redis_tls {
+    int enabled;
+    int verify;                   /* check the server's certificate and name (default 1) */
+    char ca_file[512];            /* LUAWORKER_REDIS_CA_FILE; "": OpenSSL's default paths */
+    char cert_file[512];          /* LUAWORKER_REDIS_CERT_FILE: a client certificate */
+    char key_file[512];           /* LUAWORKER_REDIS_KEY_FILE: its key */
+    char server_name[256];        /* LUAWORKER_REDIS_SERVER_NAME; "": the host */
+};
+
 /* One Redis connection as Laravel's config/database.php describes it. */
 struct redis_settings {
     char host[256];
@@ -17,6 +28,7 @@ struct redis_settings {
     char username[256];
     char password[512];
     int db;
+    struct redis_tls tls;
 };
 
 struct config {

@@ -65,11 +65,17 @@ function M.wait_out_failures(outage, back, stop)
 end
 
 -- Whether a failure lasts until someone changes something (an ACL, a password, a
--- database number): Redis refused the command, or the connection's set-up (AUTH,
--- SELECT, SCRIPT LOAD: "Redis at <where> refused <what>: <error>"), for a reason
--- that is not a passing state.
+-- database number, a certificate): Redis refused the command, or the connection's
+-- set-up (AUTH, SELECT, SCRIPT LOAD: "Redis at <where> refused <what>: <error>"), for
+-- a reason that is not a passing state, or this end refused Redis' certificate.
 function M.is_refusal(message, kind)
     local code
+    -- a TLS certificate refused, either way (redis_tls.h), lasts too; TLS 1.3 tells
+    -- a client certificate's refusal after the handshake, as a lost connection
+    if (kind == "unreachable" or kind == "connection")
+        and message:match("TLS %a+ with Redis at %S+ failed: certificate refused:") then
+        return true
+    end
     if kind == "reply" then
         code = message:match("^%u+")
     elseif kind == "unreachable" then

@@ -1,26 +1,17 @@
 #include "redis/redis_conn.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <unistd.h>
 
 #include <ev.h>
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
 
+#include "redis/redis_stream.h"
+#include "redis/redis_tls.h"
 #include "redis/reply_limits.h"
-
-#if HIREDIS_MAJOR == 0
-/* hiredis 0.14 exports it without declaring it: it hands the replies its reader
- * holds to their callbacks, as redisAsyncHandleRead does after reading. (hiredis
- * 1.0 would need its own way in: its reader reads any depth, but holds a reply
- * whole all the same.) */
-void redisProcessCallbacks(redisAsyncContext *ac);
-#define READ_THROUGH_REPLY_LIMITS 1
-#endif
 
 /* One command in flight, or kept for the next connection. Script calls and kept
  * commands own a copy of their arguments (argv, argvlen and the bytes, in one
@@ -38,12 +29,6 @@ struct pending {
     STAILQ_ENTRY(pending) link;  /* in conn->kept */
 };
 
-/* The reply filter of one of a redis_conn's connections (while it is open). */
-struct stream {
-    redisAsyncContext *ac;
-    struct reply_limits limits;
-    SLIST_ENTRY(stream) link;
-};
 
 struct redis_conn {
     struct ev_loop *loop;
@@ -56,14 +41,15 @@ struct redis_conn {
     char setup_error[600];         /* why, for the replies still pending on it */
     STAILQ_HEAD(, pending) kept;   /* REDIS_CONN_KEEP commands for the next connection */
     int freeing;                   /* in redis_conn_free: nothing is kept any more */
-    SLIST_HEAD(, stream) streams;  /* of the connections still open */
+    SLIST_HEAD(, redis_stream) streams;  /* of the connections still open */
     long long max_string;          /* see redis_conn_limit_strings */
     char max_string_what[64];
+    SSL_CTX *tls;                  /* the connections' TLS context, or NULL without TLS */
 };
 
-static struct stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
+static struct redis_stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
 {
-    struct stream *s = NULL;
+    struct redis_stream *s = NULL;
     if (c)
         SLIST_FOREACH(s, &c->streams, link)
             if (s->ac == ac)
@@ -73,64 +59,35 @@ static struct stream *stream_of(const struct redis_conn *c, const redisAsyncCont
 
 static void stream_drop(struct redis_conn *c, const redisAsyncContext *ac)
 {
-    struct stream *s = stream_of(c, ac);
+    struct redis_stream *s = stream_of(c, ac);
     if (s) {
-        SLIST_REMOVE(&c->streams, s, stream, link);
-        free(s);
+        SLIST_REMOVE(&c->streams, s, redis_stream, link);
+        redis_stream_close(s);
     }
 }
 
-#ifdef READ_THROUGH_REPLY_LIMITS
-static int feed_reader(void *reader, const char *bytes, size_t len)
+/* The handshake of ac's TLS session failed (why): its commands fail as unsent, with
+ * why as their message (redis_stream_refused_fn). */
+static void tls_refused(void *owner, redisAsyncContext *ac, const char *why)
 {
-    return redisReaderFeed(reader, bytes, len) == REDIS_OK ? 0 : -1;
+    struct redis_conn *c = owner;
+    snprintf(c->setup_error, sizeof c->setup_error, "%s", why);
+    c->failed_ac = ac;
+    if (c->ac == ac)
+        c->ac = NULL;
 }
 
-/* The read watcher of a connection with a stream, in place of the adapter's: what
- * redisAsyncHandleRead does, with the bytes read passed through reply_limits. The
- * connection's set-up, its end and a read error are left to hiredis, which reads
- * them again itself. */
-static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+/* Moves ac's bytes through a stream of its own (redis_stream: reply_limits, TLS).
+ * Returns 0, or -1 with err set when TLS could not be set up (without TLS, a
+ * connection without a stream reads as hiredis reads). */
+static int open_stream(struct redis_conn *c, redisAsyncContext *ac, char *err, size_t errlen)
 {
-    (void)loop;
-    (void)revents;
-    redisAsyncContext *ac = ((redisLibevEvents *)w->data)->context;
-    redisContext *rc = &ac->c;
-    struct stream *s = stream_of(ac->data, ac);
-    if (!s || !(rc->flags & REDIS_CONNECTED) || rc->err) {
-        redisAsyncHandleRead(ac);
-        return;
-    }
-    char buf[16 * 1024];
-    ssize_t got = read(rc->fd, buf, sizeof buf);
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
-    if (got <= 0) {
-        redisAsyncHandleRead(ac);
-        return;
-    }
-    /* a reader that refuses the bytes keeps its error for redisProcessCallbacks,
-     * which then ends the connection */
-    reply_limits_feed(&s->limits, buf, (size_t)got, feed_reader, rc->reader);
-    redisProcessCallbacks(ac);
-}
-#endif
-
-/* Reads ac through a stream of its own (reply_limits). */
-static void read_through_stream(struct redis_conn *c, redisAsyncContext *ac)
-{
-#ifdef READ_THROUGH_REPLY_LIMITS
-    struct stream *s = calloc(1, sizeof *s);
-    if (!s)
-        return;  /* read as hiredis reads */
-    s->ac = ac;
-    s->limits.max_string = c->max_string;
-    SLIST_INSERT_HEAD(&c->streams, s, link);
-    ev_set_cb(&((redisLibevEvents *)ac->ev.data)->rev, on_readable);
-#else
-    (void)c;
-    (void)ac;
-#endif
+    struct redis_stream *st = redis_stream_open(ac, c->tls, &c->settings, c->max_string, c->describe,
+                                                tls_refused, c, err, errlen);
+    if (!st)
+        return c->tls ? -1 : 0;
+    SLIST_INSERT_HEAD(&c->streams, st, link);
+    return 0;
 }
 
 /* The first error reply_limits put in reply r, or NULL. */
@@ -155,7 +112,7 @@ enum replaced { NOT_REPLACED, REPLACED_TOO_BIG, REPLACED_TOO_DEEP };
 static enum replaced replaced(struct redis_conn *c, redisAsyncContext *ac,
                               const redisReply *reply, char *failure, size_t size)
 {
-    struct stream *s = reply ? stream_of(c, ac) : NULL;
+    struct redis_stream *s = reply ? stream_of(c, ac) : NULL;
     const redisReply *mark;
     if (!s || !s->limits.replaced || !(mark = replacement_in(reply)))
         return NOT_REPLACED;
@@ -229,6 +186,13 @@ static void send_kept(struct redis_conn *c, redisAsyncContext *ac)
 
 static int connect_now(struct redis_conn *c, char *err, size_t errlen)
 {
+    if (c->settings.tls.enabled && !c->tls) {
+        char why[600];
+        if (!(c->tls = redis_tls_context(&c->settings, why, sizeof why))) {
+            snprintf(err, errlen, "cannot connect to Redis at %s: %s", c->describe, why);
+            return -1;
+        }
+    }
     redisAsyncContext *ac = c->settings.path[0] ? redisAsyncConnectUnix(c->settings.path)
                                                 : redisAsyncConnect(c->settings.host, c->settings.port);
     if (!ac) {
@@ -243,7 +207,11 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
     ac->data = c;
     c->connects++;
     redisLibevAttach(c->loop, ac);
-    read_through_stream(c, ac);
+    if (open_stream(c, ac, err, errlen)) {
+        ac->data = NULL;
+        redisAsyncFree(ac);
+        return -1;
+    }
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     if (c->settings.password[0]) {
@@ -398,13 +366,15 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         STAILQ_INSERT_TAIL(&c->kept, p, link);
         return;
     }
-    char lost[700];
+    char lost[1000];
+    const struct redis_stream *s = stream_of(c, ac);
     if (ac == c->failed_ac)
         snprintf(lost, sizeof lost, "%s", c->setup_error);
     else
         snprintf(lost, sizeof lost, loss == REDIS_CONN_LOST ? "Redis connection to %s lost: %s"
                                                             : "cannot connect to Redis at %s: %s",
-                 c->describe, ac && ac->err ? ac->errstr : "connection closed");
+                 c->describe, s && s->failure[0] ? s->failure
+                              : ac && ac->err ? ac->errstr : "connection closed");
     p->fn(p->data, NULL, lost, loss);
     pending_free(p);
 }
@@ -434,8 +404,10 @@ int redis_conn_command(struct redis_conn *c, int flags, int argc, const char **a
 
 int redis_conn_up(const struct redis_conn *c)
 {
+    const struct redis_stream *s = c->ac ? stream_of(c, c->ac) : NULL;
     return c->ac && (c->ac->c.flags & REDIS_CONNECTED) &&
-           !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) && !c->ac->c.err;
+           !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) && !c->ac->c.err &&
+           (!s || redis_stream_ready(s));
 }
 
 void redis_conn_flush(struct redis_conn *c)
@@ -444,8 +416,13 @@ void redis_conn_flush(struct redis_conn *c)
      * the context's callbacks, and hiredis' async layer frees the context on the
      * spot when that write fails. A failure here stays in c->ac->c.err, which the
      * async layer handles when the loop next reads or writes. */
+    if (!redis_conn_up(c))
+        return;
+    struct redis_stream *s = stream_of(c, c->ac);
     int done;
-    if (redis_conn_up(c))
+    if (s)
+        redis_stream_flush(s);
+    else
         redisBufferWrite(&c->ac->c, &done);
 }
 
@@ -491,10 +468,11 @@ void redis_conn_free(struct redis_conn *c)
         p->fn(p->data, NULL, "connection closed", REDIS_CONN_LOST);
         pending_free(p);
     }
-    struct stream *s;
+    struct redis_stream *s;
     while ((s = SLIST_FIRST(&c->streams))) {
         SLIST_REMOVE_HEAD(&c->streams, link);
-        free(s);
+        redis_stream_close(s);
     }
+    SSL_CTX_free(c->tls);
     free(c);
 }

@@ -5,7 +5,8 @@
  * connection. Script calls use EVALSHA and, on a NOSCRIPT reply (Redis restarted or
  * flushed), load that script again and retry once. A command queued with
  * REDIS_CONN_KEEP outlives a lost connection: it is sent again, first, on the next
- * one. Uses hiredis, libev, config, scripts. */
+ * one. Each connection's bytes move through a redis_stream (reply_limits, TLS).
+ * Uses hiredis, libev, config, scripts, redis_stream and redis_tls. */
 #ifndef LUAWORKER_REDIS_CONN_H
 #define LUAWORKER_REDIS_CONN_H
 

@@ -1,5 +1,7 @@
 #include "redis/redis_sub.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,20 +10,74 @@
 #include <ev.h>
 #include <hiredis/hiredis.h>
 
+#include "redis/redis_tls.h"
+
 struct redis_sub {
     struct ev_loop *loop;
     redisContext *c;     /* NULL once lost */
+    SSL_CTX *tls;        /* with TLS: its context and session on c's socket */
+    SSL *ssl;
     ev_io io;
     redis_sub_fn *on_message, *on_lost;
     void *data;
 };
 
+/* Notes a failure of c's TLS session (message why) as hiredis notes its own. */
+static void tls_error(redisContext *c, const char *why)
+{
+    c->err = REDIS_ERR_IO;
+    snprintf(c->errstr, sizeof c->errstr, "%.*s", (int)sizeof c->errstr - 1, why);
+}
+
+/* Sends argv through sub's TLS session and reads the reply (blocking, within the
+ * socket's timeouts); NULL with the context's error set when it failed. */
+static redisReply *tls_command(struct redis_sub *sub, int argc, const char **argv)
+{
+    char *cmd, why[600];
+    int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+    if (len < 0) {
+        tls_error(sub->c, "out of memory");
+        return NULL;
+    }
+    for (int off = 0; off < len;) {
+        int n = SSL_write(sub->ssl, cmd + off, len - off);
+        if (n <= 0) {
+            redis_tls_failure(sub->ssl, SSL_get_error(sub->ssl, n), "write", "the subscription", why,
+                              sizeof why);
+            tls_error(sub->c, why);
+            redisFreeCommand(cmd);
+            return NULL;
+        }
+        off += n;
+    }
+    redisFreeCommand(cmd);
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(sub->c->reader, &reply) != REDIS_OK) {
+            tls_error(sub->c, "protocol error");
+            return NULL;
+        }
+        if (reply)
+            return reply;
+        char buf[4096];
+        int n = SSL_read(sub->ssl, buf, sizeof buf);
+        if (n <= 0) {
+            redis_tls_failure(sub->ssl, SSL_get_error(sub->ssl, n), "read", "the subscription", why,
+                              sizeof why);
+            tls_error(sub->c, why);
+            return NULL;
+        }
+        redisReaderFeed(sub->c->reader, buf, (size_t)n);
+    }
+}
+
 /* Runs a command on the blocking context; returns its reply, or NULL with err set
  * (an error reply included). */
-static redisReply *call(redisContext *c, int *refused, char *err, size_t errlen, const char *what,
-                        int argc, const char **argv)
+static redisReply *call(struct redis_sub *sub, int *refused, char *err, size_t errlen,
+                        const char *what, int argc, const char **argv)
 {
-    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    redisContext *c = sub->c;
+    redisReply *r = sub->ssl ? tls_command(sub, argc, argv) : redisCommandArgv(c, argc, argv, NULL);
     if (!r) {
         snprintf(err, errlen, "%s: %s", what, c->errstr[0] ? c->errstr : "no reply");
     } else if (r->type == REDIS_REPLY_ERROR) {
@@ -33,13 +89,40 @@ static redisReply *call(redisContext *c, int *refused, char *err, size_t errlen,
     return r;
 }
 
+/* Ends sub's connection and TLS session, if any. */
+static void end(struct redis_sub *sub)
+{
+    SSL_free(sub->ssl);
+    sub->ssl = NULL;
+    SSL_CTX_free(sub->tls);
+    sub->tls = NULL;
+    if (sub->c)
+        redisFree(sub->c);
+    sub->c = NULL;
+}
+
 static void lost(struct redis_sub *sub)
 {
     ev_ref(sub->loop);
     ev_io_stop(sub->loop, &sub->io);
-    redisFree(sub->c);
-    sub->c = NULL;
+    end(sub);
     sub->on_lost(sub->data);
+}
+
+/* Reads what the TLS session has into the context's reader, until the socket (non-
+ * blocking by now) would block. Returns -1 when the session ended or failed. */
+static int tls_read(struct redis_sub *sub)
+{
+    char buf[16 * 1024];
+    for (;;) {
+        int n = SSL_read(sub->ssl, buf, sizeof buf);
+        if (n > 0) {
+            redisReaderFeed(sub->c->reader, buf, (size_t)n);
+            continue;
+        }
+        int code = SSL_get_error(sub->ssl, n);
+        return code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE ? 0 : -1;
+    }
 }
 
 static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
@@ -47,7 +130,7 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
     (void)loop;
     (void)revents;
     struct redis_sub *sub = io->data;
-    if (redisBufferRead(sub->c) != REDIS_OK) {
+    if (sub->ssl ? tls_read(sub) != 0 : redisBufferRead(sub->c) != REDIS_OK) {
         lost(sub);
         return;
     }
@@ -88,21 +171,38 @@ struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settin
         goto fail;
     }
     redisSetTimeout(sub->c, tv);
+    if (s->tls.enabled) {
+        char where[320];
+        config_describe_redis(s, where, sizeof where);
+        if (!(sub->tls = redis_tls_context(s, err, errlen)) ||
+            !(sub->ssl = redis_tls_session(sub->tls, s, sub->c->fd, err, errlen)))
+            goto fail;
+        int rc = SSL_connect(sub->ssl);
+        if (rc != 1) {
+            redis_tls_failure(sub->ssl, SSL_get_error(sub->ssl, rc), "handshake", where, err, errlen);
+            goto fail;
+        }
+    }
     if (s->password[0]) {
         const char *auth[] = {"AUTH", s->username[0] ? s->username : s->password, s->password};
-        if (!(r = call(sub->c, refused, err, errlen, "AUTH", s->username[0] ? 3 : 2, auth)))
+        if (!(r = call(sub, refused, err, errlen, "AUTH", s->username[0] ? 3 : 2, auth)))
             goto fail;
         freeReplyObject(r);
     }
     const char *id[] = {"CLIENT", "ID"};
-    if (!(r = call(sub->c, refused, err, errlen, "CLIENT ID", 2, id)))
+    if (!(r = call(sub, refused, err, errlen, "CLIENT ID", 2, id)))
         goto fail;
     *client_id = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     const char *subscribe[] = {"SUBSCRIBE", channel};
-    if (!(r = call(sub->c, refused, err, errlen, "SUBSCRIBE", 2, subscribe)))
+    if (!(r = call(sub, refused, err, errlen, "SUBSCRIBE", 2, subscribe)))
         goto fail;
     freeReplyObject(r);
+    /* a TLS session is read until it would block: what it holds is never left unread */
+    if (sub->ssl && fcntl(sub->c->fd, F_SETFL, fcntl(sub->c->fd, F_GETFL) | O_NONBLOCK) < 0) {
+        snprintf(err, errlen, "the subscription's socket: %s", strerror(errno));
+        goto fail;
+    }
 
     sub->loop = loop;
     sub->on_message = on_message;
@@ -114,8 +214,7 @@ struct redis_sub *redis_sub_open(struct ev_loop *loop, const struct redis_settin
     ev_unref(loop);  /* a subscription alone does not keep the loop running */
     return sub;
 fail:
-    if (sub->c)
-        redisFree(sub->c);
+    end(sub);
     free(sub);
     return NULL;
 }
@@ -132,7 +231,7 @@ void redis_sub_close(struct redis_sub *sub)
     if (sub->c) {
         ev_ref(sub->loop);
         ev_io_stop(sub->loop, &sub->io);
-        redisFree(sub->c);
+        end(sub);
     }
     free(sub);
 }

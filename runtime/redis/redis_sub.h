@@ -3,7 +3,8 @@
  * SUBSCRIBE), so that every reply is checked where it is asked for: hiredis' async
  * pub/sub mis-dispatches an error reply to SUBSCRIBE. Afterwards each message on
  * the channel calls on_message, and the end of the connection calls on_lost once.
- * Uses hiredis, libev and config. */
+ * With TLS (s->tls), all of it goes through a session of redis_tls. Uses hiredis,
+ * libev, config and redis_tls. */
 #ifndef LUAWORKER_REDIS_SUB_H
 #define LUAWORKER_REDIS_SUB_H
 
