@@ -9,6 +9,7 @@
 --   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--concurrency=C] [--kills=K]
 --       [--group-kills=G] [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W]
 --       [--work-ms=MS] [--retry-after=S] [--heartbeat=S] [--drain-timeout=S] [--keep]
+--       [--transport=tcp|tls|unix]
 --
 -- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
@@ -54,8 +55,12 @@ local QUEUE = PREFIX .. "queues:default"
 local opt = {
     jobs = 3000, seed = 1, processes = 3, concurrency = 1, kills = 4, group_kills = 0, supervisor_restarts = 1,
     redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 6, heartbeat = 1,
-    drain_timeout = 120, keep = false,
+    drain_timeout = 120, keep = false, transport = "tcp",
 }
+-- how the workers reach redis-server: its TCP port, its TLS port (a CA the driver
+-- makes with openssl), or its unix socket (the Laravel app and the driver itself
+-- use the TCP port)
+local TRANSPORTS = { tcp = true, tls = true, unix = true }
 
 for _, a in ipairs(arg) do
     local name, value = a:match("^%-%-([%w-]+)=(.*)$")
@@ -67,6 +72,12 @@ for _, a in ipairs(arg) do
     end
     if type(opt[key]) == "boolean" then
         opt[key] = true
+    elseif key == "transport" then
+        if not TRANSPORTS[value] then
+            io.stderr:write("chaos: --transport=", tostring(value), ": expected tcp, tls or unix\n")
+            os.exit(2)
+        end
+        opt[key] = value
     else
         opt[key] = tonumber(value)
         if not opt[key] then
@@ -109,10 +120,17 @@ end
 -- and another one may answer on that port).
 local function start_redis(p)
     os.remove(dir .. "/redis.pid")
+    local transport = ""
+    if opt.transport == "tls" then
+        transport = string.format(" --tls-port %d --tls-cert-file %s/server.crt --tls-key-file %s/server.key "
+            .. "--tls-ca-cert-file %s/ca.crt --tls-auth-clients no", p + 1, quote(dir), quote(dir), quote(dir))
+    elseif opt.transport == "unix" then
+        transport = string.format(" --unixsocket %s/redis.sock --unixsocketperm 700", quote(dir))
+    end
     local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s "
         .. "--save '' --appendonly yes --appendfsync everysec --daemonize yes "
-        .. "--pidfile %s/redis.pid --logfile %s/redis.log >/dev/null 2>&1", p, quote(dir),
-        quote(dir), quote(dir)))
+        .. "--pidfile %s/redis.pid --logfile %s/redis.log%s >/dev/null 2>&1", p, quote(dir),
+        quote(dir), quote(dir), transport))
     if not ok then return false end
     return wait_for(function()
         local pid = redis_pid()
@@ -126,9 +144,31 @@ end
 -- A free port for the first start, not drawn from the seed: the chaos plan must not
 -- depend on which ports happen to be taken.
 local function free_port(attempt)
-    local p = 20000 + (require("posix.unistd").getpid() * 31 + attempt * 7919 + os.time()) % 20000
-    if pcall(redis.connect, "127.0.0.1", p) then return nil end
+    local p = 20000 + 2 * ((require("posix.unistd").getpid() * 31 + attempt * 7919 + os.time()) % 10000)
+    if pcall(redis.connect, "127.0.0.1", p) or pcall(redis.connect, "127.0.0.1", p + 1) then return nil end
     return p
+end
+
+-- A CA and a certificate it signed for 127.0.0.1, in dir (for --transport=tls).
+local function make_certificates()
+    local script = "set -e; cd " .. quote(dir) .. "; "
+        .. "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj '/CN=chaos CA'; "
+        .. "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj '/CN=localhost'; "
+        .. "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext; "
+        .. "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt "
+        .. "-days 2 -extfile server.ext"
+    assert(os.execute("bash -c " .. quote(script) .. " >/dev/null 2>&1"), "chaos: openssl failed")
+end
+
+-- How the workers reach redis-server (--transport), as environment variables.
+local function worker_env()
+    if opt.transport == "tls" then
+        return string.format("REDIS_HOST=127.0.0.1 REDIS_PORT=%d REDIS_SCHEME=tls LUAWORKER_REDIS_CA_FILE=%s",
+            port + 1, quote(dir .. "/ca.crt"))
+    elseif opt.transport == "unix" then
+        return string.format("REDIS_HOST=%s REDIS_PORT=0", quote(dir .. "/redis.sock"))
+    end
+    return "REDIS_HOST=127.0.0.1 REDIS_PORT=" .. port
 end
 
 local function r(cmd, ...)
@@ -174,10 +214,10 @@ local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u
 local function start_supervisor()
     local n = #supervisors + 1
     local base = string.format("%s/supervisor-%d", dir, n)
-    local cmd = string.format("%s%d setsid %s/luaworker work --processes=%d --concurrency=%d "
+    local cmd = string.format("%s%d %s setsid %s/luaworker work --processes=%d --concurrency=%d "
         .. "--handlers=%s --retry-after=%d --heartbeat=%s --timeout=0 --sleep=0.1 --no-watch --quiet",
-        ENV, port, quote(root), opt.processes, opt.concurrency, quote(root .. "/spec/chaos/handlers"),
-        opt.retry_after, tostring(opt.heartbeat))
+        ENV, port, worker_env(), quote(root), opt.processes, opt.concurrency,
+        quote(root .. "/spec/chaos/handlers"), opt.retry_after, tostring(opt.heartbeat))
     assert(os.execute(string.format("( %s >%s.out 2>%s.log </dev/null & echo $! >%s.pid; wait $!; "
         .. "echo $? >%s.status.tmp; mv %s.status.tmp %s.status ) >/dev/null 2>&1 &",
         cmd, base, base, base, base, base, base)))
@@ -437,12 +477,14 @@ local summary
 
 local function run()
     local t0 = clock()
+    if opt.transport == "tls" then make_certificates() end
     for attempt = 1, 50 do
         local p = free_port(attempt)
         if p and start_redis(p) then port = p break end
     end
     if not port then error("chaos: could not start a redis-server") end
-    log("redis-server on port %d, work directory %s", port, dir)
+    log("redis-server on port %d, work directory %s, the workers on its %s", port, dir,
+        ({ tcp = "TCP port", tls = "TLS port " .. (port + 1), unix = "unix socket" })[opt.transport])
     assert(os.execute(ENV .. port .. " " .. quote(app .. "/setup.sh")
         .. " >" .. quote(dir .. "/setup.log") .. " 2>&1"), "chaos: " .. app .. "/setup.sh failed")
 
@@ -561,6 +603,7 @@ local function run()
 
     summary = {
         jobs = #order, seed = opt.seed, processes = opt.processes, concurrency = opt.concurrency,
+        transport = opt.transport,
         kills = stats.kills,
         group_kills = stats.group_kills, heartbeat = opt.heartbeat,
         supervisor_restarts = stats.supervisor_restarts, redis_restarts = stats.redis_restarts,

@@ -1,0 +1,14 @@
+-- The short chaos soak (spec/chaos_soak.lua) with the workers reaching Redis over TLS
+-- and over its unix socket: kills, group kills, supervisor and Redis restarts through
+-- the new transports lose no job and run none again but for a kill or a restart.
+local soak = require "spec.chaos_soak"
+
+describe("the chaos soak (short run) on other transports", function()
+    it("holds with every worker connection over TLS, 8 jobs in flight in each process", function()
+        soak.check(assert, 8, 40, "tls")
+    end)
+
+    it("holds with every worker connection on Redis' unix socket", function()
+        soak.check(assert, 1, 8, "unix")
+    end)
+end)
