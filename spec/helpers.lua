@@ -590,6 +590,26 @@ function H.postgresql()
 end
 
 -- Makes sure the Laravel 8 app (H.app) is set up (storage, SQLite failed_jobs table).
+-- The Laravel 8 app and luaworker share the Redis queue env reaches (srv: its
+-- server, for the checks): luaworker runs the 3 NoOp jobs the app's jobs:dispatch
+-- pushed, the app's queue:work the one luaworker pushed, and the queue is empty
+-- after. Raises saying which did not happen.
+function H.shares_queue_with_laravel(env, srv)
+    H.laravel_setup()
+    local list, _, reserved = H.keys()
+    H.artisan({ "jobs:dispatch", "NoOp", "--count=3" }, env)
+    assert(srv:r("LLEN", list) == 3, "the app's dispatch did not push 3 jobs")
+    local r = H.run({ "work", "--handlers=" .. H.root .. "/examples/bench/handlers", "--stop-when-empty" },
+        { env = env })
+    local _, processed = r.stdout:gsub("Processed:  App\\Jobs\\NoOp", "")
+    assert(r.status == 0 and processed == 3, "luaworker did not run the app's jobs: " .. r.stdout .. r.stderr)
+    r = H.run({ "push", "App\\Jobs\\NoOp" }, { env = env })
+    assert(r.status == 0, "luaworker push: " .. r.stderr)
+    local out = H.artisan({ "queue:work", "--stop-when-empty" }, env)
+    assert(out:match("Processed:%s+App\\Jobs\\NoOp"), "the app's queue:work did not run luaworker's job: " .. out)
+    assert(srv:r("LLEN", list) == 0 and srv:r("ZCARD", reserved) == 0, "jobs were left in the queue")
+end
+
 function H.laravel_setup()
     if laravel_ready then return end
     local out = H.tmpdir() .. "/setup.out"

@@ -195,6 +195,13 @@ describe("Redis over TLS", function()
         assert.matches("expected LUAWORKER_REDIS_CERT_FILE and LUAWORKER_REDIS_KEY_FILE together", r.stderr)
     end)
 
+    it("shares Redis over TLS with the Laravel 8 app: luaworker runs what PHP's dispatch pushed, "
+        .. "PHP's queue:work what luaworker pushed", function()
+        -- (the app's config/database.php reads REDIS_SCHEME, and luaworker's CA variable as phpredis'
+        -- context)
+        H.shares_queue_with_laravel(env(srv, { QUEUE_FAILED_DRIVER = "luaworker-redis" }), srv)
+    end)
+
     it("waits out a Redis restarted under a running worker, over TLS, and runs the next job", function()
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.2" }, { env = env(srv) })
         workers[1] = w

@@ -95,6 +95,12 @@ describe("Redis on a unix socket", function()
         end
     end)
 
+    it("shares the socket with the Laravel 8 app: luaworker runs what PHP's dispatch pushed, PHP's "
+        .. "queue:work what luaworker pushed", function()
+        H.shares_queue_with_laravel({ REDIS_HOST = srv.socket, REDIS_PORT = "0",
+            QUEUE_FAILED_DRIVER = "luaworker-redis" }, srv)
+    end)
+
     it("names the socket when it cannot be reached, and a run meant to end gives up after 10 s", function()
         local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" },
             { env = { REDIS_HOST = srv.dir .. "/gone.sock", REDIS_PORT = "0" } })

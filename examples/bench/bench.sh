@@ -37,7 +37,16 @@ cleanup() {
 trap cleanup EXIT
 
 # --- a private redis-server (as examples/demo.sh), always: the numbers need a
-# Redis nobody else uses.
+# Redis nobody else uses. It takes TLS too, with a CA made here, for the TLS rows.
+mkdir -p "$tmp/tls"
+(
+    cd "$tmp/tls" &&
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj "/CN=bench CA" &&
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" &&
+    printf 'subjectAltName=IP:127.0.0.1\n' >server.ext &&
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
+        -extfile server.ext
+) >/dev/null 2>&1 || echo "bench: openssl could not make the TLS certificates: no TLS rows" >&2
 if ! private_redis_start "$tmp"; then
     echo "bench: could not start a private redis-server" >&2
     exit 1
@@ -309,6 +318,13 @@ throughput lw1.unix 1 env REDIS_HOST="$tmp/redis.sock" REDIS_PORT=0 ./luaworker 
 throughput php1.unix 1 env REDIS_HOST="$tmp/redis.sock" REDIS_PORT=0 php examples/laravel/artisan \
     queue:work "${PHP_FAST[@]}"
 
+if [ -n "${private_redis_tls_port:-}" ]; then
+    echo "== the same over TLS (REDIS_SCHEME=tls, the server's TLS port, its CA given)"
+    TLS_ENV=(REDIS_PORT="$private_redis_tls_port" REDIS_SCHEME=tls LUAWORKER_REDIS_CA_FILE="$tmp/tls/ca.crt")
+    throughput lw1.tls 1 env "${TLS_ENV[@]}" ./luaworker work --handlers="$HANDLERS" --processes=1 "${LW_FAST[@]}"
+    throughput php1.tls 1 env "${TLS_ENV[@]}" php examples/laravel/artisan queue:work "${PHP_FAST[@]}"
+fi
+
 echo "== no-op throughput, jobs in flight: --concurrency=32"
 throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
 
@@ -395,6 +411,8 @@ table() {
     row "no-op throughput, 2 processes (jobs/s)" "${R[lw2.tput]}" "${R[php2.tput]}"
     row "no-op throughput, 1 process, unix socket (jobs/s)" "${R[lw1.unix.tput]}" "${R[php1.unix.tput]}"
     row "Redis CPU per job, 1 process, unix socket (us)" "${R[lw1.unix.cpu]}" "${R[php1.unix.cpu]}"
+    row "no-op throughput, 1 process, TLS (jobs/s)" "${R[lw1.tls.tput]:--}" "${R[php1.tls.tput]:--}"
+    row "Redis CPU per job, 1 process, TLS (us)" "${R[lw1.tls.cpu]:--}" "${R[php1.tls.cpu]:--}"
     row "Redis CPU per job, 1 process (us)" "${R[lw1.cpu]}" "${R[php1.cpu]}"
     row "Redis CPU per job, 2 processes (us)" "${R[lw2.cpu]}" "${R[php2.cpu]}"
     row "Redis commands per job, 1 process" "${R[lw1.calls]}" "${R[php1.calls]}"

@@ -101,6 +101,11 @@ return [
             'password' => env('REDIS_PASSWORD', null),
             'port' => env('REDIS_PORT', '6379'),
             'database' => env('REDIS_DB', '0'),
+            // TLS (REDIS_SCHEME=tls), and the CA that luaworker's variable names: phpredis
+            // takes it as a stream context; without one, PHP's default CA paths
+            'scheme' => env('REDIS_SCHEME'),
+            'context' => env('LUAWORKER_REDIS_CA_FILE')
+                ? ['stream' => ['cafile' => env('LUAWORKER_REDIS_CA_FILE')]] : null,
         ],
 
         'cache' => [
@@ -109,6 +114,11 @@ return [
             'password' => env('REDIS_PASSWORD', null),
             'port' => env('REDIS_PORT', '6379'),
             'database' => env('REDIS_CACHE_DB', '1'),
+            // TLS (REDIS_SCHEME=tls), and the CA that luaworker's variable names: phpredis
+            // takes it as a stream context; without one, PHP's default CA paths
+            'scheme' => env('REDIS_SCHEME'),
+            'context' => env('LUAWORKER_REDIS_CA_FILE')
+                ? ['stream' => ['cafile' => env('LUAWORKER_REDIS_CA_FILE')]] : null,
         ],
 
     ],
