@@ -391,6 +391,34 @@ describe("luaworker work's supervisor", function()
         assert.are.equal("v2", run_one())
     end)
 
+    it("does not reload for a handler file caught between its truncation and its write", function()
+        local function version(v)
+            return string.format([[
+                local luaworker = require "luaworker"
+                return { handle = function() luaworker.redis("RPUSH", "spec:versions", %q) end }
+            ]], v)
+        end
+        local file = handlers .. "/App/Jobs/Spec.lua"
+        H.write_file(file, version("v1"))
+        local w = start()
+        H.push(spec_job("ok"))
+        H.wait_until(function() return H.r("LLEN", "spec:versions") == 1 end, 5, "the first job")
+        local old = children(w)[1]
+        -- written in place, as an editor or a deploy may: truncated, and the broken
+        -- text comes 0.6 s later (two scans and more of the supervisor see it empty)
+        local f = assert(io.open(file, "w"))
+        H.sleep(0.6)
+        f:write("return { handle = function( end }")
+        f:close()
+        H.wait_until(function() return w:stderr():match("does not compile") end, 5, "the compile error")
+        assert.is_nil(w:stderr():match("reloading"), w:stderr())
+        assert.are.same({ old }, children(w))
+        -- the worker keeps the code it runs
+        H.push(spec_job("ok"))
+        H.wait_until(function() return H.r("LLEN", "spec:versions") == 2 end, 5, "the next job")
+        assert.are.equal("v1", H.r("LRANGE", "spec:versions", -1, -1)[1])
+    end)
+
     it("watches a handlers directory that is empty at start, and reloads when a handler comes",
         function()
         -- (an empty directory gave the sort of its files no array, which the

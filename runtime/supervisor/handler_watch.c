@@ -26,7 +26,9 @@ struct handler_watch {
     struct ev_loop *loop;
     ev_timer timer;
     char dir[PATH_MAX];
-    struct snapshot seen;
+    struct snapshot seen;      /* as last reported (or at start) */
+    struct snapshot pending;   /* a scan that differed from seen, not yet settled */
+    int pending_ticks;         /* scans in a row that found pending */
     handler_watch_fn *fn;
     void *data;
 };
@@ -136,6 +138,41 @@ static void sort_snapshot(struct snapshot *s)
         qsort(s->items, s->count, sizeof *s->items, by_path);
 }
 
+/* Whether a and b (sorted) list the same files with the same sizes and times. */
+static int same_snapshot(const struct snapshot *a, const struct snapshot *b)
+{
+    if (a->count != b->count)
+        return 0;
+    for (size_t i = 0; i < a->count; i++)
+        if (strcmp(a->items[i].path, b->items[i].path) || !same(&a->items[i], &b->items[i]))
+            return 0;
+    return 1;
+}
+
+/* Whether a file of s that is not as in seen is empty: most likely one caught
+ * between its truncation and its write (an editor or a deploy that writes in
+ * place); a handler is never empty. */
+static int has_empty_change(const struct snapshot *s, const struct snapshot *seen)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->items[i].size != 0)
+            continue;
+        const struct entry *was = seen->count ? bsearch(&s->items[i], seen->items, seen->count,
+                                                        sizeof *seen->items, by_path) : NULL;
+        if (!was || !same(was, &s->items[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Scans in a row an empty changed file holds a change back: past them (2 s at the
+ * supervisor's 0.25 s), an empty file is taken for what it is. */
+#define EMPTY_TICKS 8
+
+/* Each tick: a scan that differs from what was last reported is reported once it has
+ * settled (the next scan finds it the same, and no changed file in it is empty, for
+ * up to EMPTY_TICKS scans), so that a file being written is not compile-checked, and
+ * reloaded, half done. */
 static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop;
@@ -144,6 +181,19 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
     struct snapshot now = {0};
     scan(w->dir, "", &now, 0);
     sort_snapshot(&now);
+    if (same_snapshot(&now, &w->seen)) {
+        snapshot_free(&now);
+        snapshot_free(&w->pending);
+        return;
+    }
+    int again = same_snapshot(&now, &w->pending);
+    w->pending_ticks = again ? w->pending_ticks + 1 : 0;
+    int settled = again && (!has_empty_change(&now, &w->seen) || w->pending_ticks >= EMPTY_TICKS);
+    snapshot_free(&w->pending);
+    if (!settled) {
+        w->pending = now;
+        return;
+    }
 
     char changed[2048] = "";
     size_t i = 0, j = 0;
@@ -196,5 +246,6 @@ void handler_watch_stop(struct handler_watch *w)
     ev_ref(w->loop);
     ev_timer_stop(w->loop, &w->timer);
     snapshot_free(&w->seen);
+    snapshot_free(&w->pending);
     free(w);
 }

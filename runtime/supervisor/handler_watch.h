@@ -1,8 +1,10 @@
 /* handler_watch: notices changes to the handler directory (a .lua file below it
  * added, removed or modified) by scanning it on a libev timer, and compile-checks
  * every handler file before reporting the change, so that a file that does not
- * compile never reaches a worker by a reload. Uses libev and LuaJIT (a bare state,
- * for luaL_loadfile only). */
+ * compile never reaches a worker by a reload. A change is reported once it has
+ * settled (two scans in a row alike, no file empty): a file written in place is
+ * not taken half written. Uses libev and LuaJIT (a bare state, for luaL_loadfile
+ * only). */
 #ifndef LUAWORKER_HANDLER_WATCH_H
 #define LUAWORKER_HANDLER_WATCH_H
 
