@@ -136,6 +136,9 @@ describe("luaworker work's supervisor", function()
             .. "attempted too many times or run too long. The job may have previously timed out.",
             record.exception)
         assert.matches("MaxAttemptsExceededException", H.r("LRANGE", "spec:failed", 0, -1)[1])
+        -- JobTimedOut comes after the failure is recorded, as Laravel's timeout handler
+        -- fires it: its hook may not have run yet
+        H.wait_until(function() return H.r("LLEN", "spec:timed_out") > 0 end, 5, "the timed_out hook")
         assert.are.same({ spinning.id }, H.r("LRANGE", "spec:timed_out", 0, -1))
         -- the fresh process goes on with the queue
         H.wait_until(function() return #ran() == 2 end, 5, "the next job")
