@@ -42,5 +42,10 @@ artisan jobs:dispatch Failing --queue=$queue
 echo "== luaworker works the queue until it is empty"
 ./luaworker work --queue=$queue --handlers=handlers --stop-when-empty --sleep=0
 
-echo "== the failed job is kept; retry it with: luaworker retry <ID>"
+echo "== the failed job is kept (luaworker failed), as queue:failed lists it"
 ./luaworker failed
+
+# (the private redis-server goes with the demo: the retry is shown here, not suggested)
+echo "== luaworker retry puts it back on its queue, as queue:retry does"
+./luaworker retry all --queue=$queue
+./luaworker size --queue=$queue

@@ -208,8 +208,13 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
     }
     out->command = find_command(argv[i]);
     if (!out->command) {
-        snprintf(err, errlen, "unknown command '%s' (expected one of: work, failed, retry, forget, "
-                 "flush, push, size, clear, restart, lua, help)", argv[i]);
+        /* the names from the table itself, so that none is ever left out */
+        char names[256] = "";
+        for (const struct cli_command *c = commands; c->name; c++) {
+            size_t n = strlen(names);
+            snprintf(names + n, sizeof names - n, "%s, ", c->name);
+        }
+        snprintf(err, errlen, "unknown command '%s' (expected one of: %shelp)", argv[i], names);
         return -1;
     }
     const struct cli_command *c = out->command;
