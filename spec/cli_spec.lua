@@ -47,6 +47,17 @@ describe("luaworker help", function()
     it("is also shown for --help", function()
         assert.are.equal(run({ "help" }).stdout, run({ "--help" }).stdout)
     end)
+
+    it("shows lua's options before the file, where they are luaworker's: after it they are the script's",
+        function()
+        local r = run({ "help", "lua" })
+        assert.matches("^usage: luaworker lua %[options%] <file> %[args%.%.%.%]\n", r.stdout)
+        local dir = H.tmpdir()
+        H.write_file(dir .. "/args.lua", "print(table.concat(arg or {}, ' '))")
+        H.write_file(dir .. "/.env", "APP_NAME=from-env-file\n")
+        r = run({ "lua", "--env-file=" .. dir .. "/.env", dir .. "/args.lua", "--env-file=x" })
+        assert.are.same({ 0, "--env-file=x\n" }, { r.status, r.stdout })
+    end)
 end)
 
 describe("luaworker help work", function()

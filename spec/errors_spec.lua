@@ -61,6 +61,20 @@ describe("luaworker's errors", function()
             .. "worker until it can", r.stderr)
     end)
 
+    it("keeps no empty traceback in an error luaworker raised itself, in the record or the log", function()
+        -- a job past its tries at the pop: MaxAttemptsExceededException, raised by the
+        -- worker, no handler frame below it
+        local p = job("App\\Jobs\\Rec", { attempts = 3, maxTries = 1 })
+        H.push(p)
+        local r = work({ ["App/Jobs/Rec.lua"] = "return { handle = function() end }" }, { "--stop-when-empty" })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal("Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Rec has been attempted "
+            .. "too many times or run too long. The job may have previously timed out.",
+            H.failed_record(p.uuid).exception)
+        assert.is_nil(r.stdout:find("stack traceback", 1, true), r.stdout)
+        assert.is_nil(r.stderr:find("stack traceback", 1, true), r.stderr)
+    end)
+
     it("names the argument of luaworker.redis that is not a string or a number", function()
         local p = job("App\\Jobs\\Nil")
         H.push(p)

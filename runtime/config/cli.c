@@ -305,8 +305,13 @@ void cli_usage(FILE *f, const struct cli_command *command)
         fprintf(f, "\nluaworker help <command> shows a command's options.\n");
         return;
     }
-    fprintf(f, "usage: luaworker %s %s [options]\n  %s\n\noptions:\n", command->name, command->args,
-            command->help);
+    /* lua: what follows the file is the script's, so luaworker's options come first */
+    if (strcmp(command->name, "lua") == 0)
+        fprintf(f, "usage: luaworker lua [options] %s\n  %s\n  (options after the file are the script's "
+                "arguments)\n\noptions:\n", command->args, command->help);
+    else
+        fprintf(f, "usage: luaworker %s %s [options]\n  %s\n\noptions:\n", command->name, command->args,
+                command->help);
     for (const struct cli_option *o = command->options; o->name; o++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s", o->name, o->type == CLI_FLAG ? "" : "=VALUE");

@@ -34,8 +34,12 @@ function M.exception_info(err, trace)
     end
     local text = tostring(err)
     if trace then
-        -- the frames below the handler are luaworker's own
+        -- the frames below the handler are luaworker's own; a trace left with C frames
+        -- alone (an error luaworker raised, not a handler) says nothing
         trace = trace:gsub('\n\t%[string "luaworker[^\n]*', "")
+        if not trace:gsub("\n\t%[C%][^\n]*", ""):find("\n\t") then
+            trace = trace:gsub("\nstack traceback:.*$", ""):gsub("^stack traceback:.*$", "")
+        end
     end
     if trace and trace ~= "" then
         text = trace:find(text, 1, true) == 1 and trace or (text .. "\n" .. trace)
