@@ -336,6 +336,29 @@ function Server:r(cmd, ...)
     return f(self.conn, ...)
 end
 
+-- Pushes payload (a table) onto the default queue of database db (0 by default),
+-- with its notify token, as Laravel's push does.
+function Server:push(payload, db)
+    local list, _, _, notify = H.keys()
+    self:r("SELECT", db or 0)
+    self:r("RPUSH", list, cjson.encode(payload))
+    self:r("RPUSH", notify, "1")
+    self:r("SELECT", 0)
+end
+
+-- The server's clients but the spec's own, counted by kind(line of CLIENT LIST),
+-- each count starting from counts' (e.g. { unix = 0, tcp = 0 }).
+function Server:count_clients(kind, counts)
+    local own = self:r("CLIENT", "ID")
+    for line in self:r("CLIENT", "LIST"):gmatch("[^\n]+") do
+        if tonumber(line:match("id=(%d+)")) ~= own then
+            local k = kind(line)
+            counts[k] = counts[k] + 1
+        end
+    end
+    return counts
+end
+
 -- What the sqlite3 shell prints for sql on the database file (columns joined by '|').
 function H.sqlite(file, sql)
     -- (a lock a worker holds is waited for, up to 5 s)

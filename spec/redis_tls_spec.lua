@@ -5,7 +5,6 @@
 -- one. Every connection of the worker goes over TLS. A real redis-server with
 -- TLS, and certificates made by openssl for the spec.
 local H = require "spec.helpers"
-local cjson = H.json
 
 -- Records each run on the queue's connection (luaworker.redis).
 local HANDLER = [[
@@ -64,11 +63,7 @@ describe("Redis over TLS", function()
     end
 
     local function push(id, db)
-        local list, _, _, notify = H.keys()
-        srv:r("SELECT", db or 0)
-        srv:r("RPUSH", list, cjson.encode(H.payload({ id = id })))
-        srv:r("RPUSH", notify, "1")
-        srv:r("SELECT", 0)
+        srv:push(H.payload({ id = id }), db)
     end
 
     local function ran()
@@ -78,15 +73,9 @@ describe("Redis over TLS", function()
     -- The clients of the server but the spec's own, by the port they came to:
     -- {tls =, plain =}.
     local function clients()
-        local n = { tls = 0, plain = 0 }
-        local own = srv:r("CLIENT", "ID")
-        for line in srv:r("CLIENT", "LIST"):gmatch("[^\n]+") do
-            if tonumber(line:match("id=(%d+)")) ~= own then
-                local port = tonumber(line:match(" laddr=%S+:(%d+)"))
-                if port == srv.port + 1 then n.tls = n.tls + 1 else n.plain = n.plain + 1 end
-            end
-        end
-        return n
+        return srv:count_clients(function(line)
+            return tonumber(line:match(" laddr=%S+:(%d+)")) == srv.port + 1 and "tls" or "plain"
+        end, { tls = 0, plain = 0 })
     end
 
     it("runs jobs with every connection of the worker over TLS: the queue's, the idle wait's, the delayed "

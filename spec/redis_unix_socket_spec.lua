@@ -4,7 +4,6 @@
 -- goes there: its queue connection (and handlers' luaworker.redis), the idle wait's,
 -- the subscription to the delayed sets' changes, the cache store's.
 local H = require "spec.helpers"
-local cjson = H.json
 
 -- Records each run on the connection it is given (luaworker.redis).
 local HANDLER = [[
@@ -30,11 +29,7 @@ describe("Redis on a unix socket", function()
     end)
 
     local function push(id, db)
-        local list, _, _, notify = H.keys()
-        srv:r("SELECT", db or 0)
-        srv:r("RPUSH", list, cjson.encode(H.payload({ id = id })))
-        srv:r("RPUSH", notify, "1")
-        srv:r("SELECT", 0)
+        srv:push(H.payload({ id = id }), db)
     end
 
     local function ran(db)
@@ -46,15 +41,9 @@ describe("Redis on a unix socket", function()
 
     -- The clients of the server but the spec's own, by how they came: {unix =, tcp =}.
     local function clients()
-        local n = { unix = 0, tcp = 0 }
-        local own = srv:r("CLIENT", "ID")
-        for line in srv:r("CLIENT", "LIST"):gmatch("[^\n]+") do
-            if tonumber(line:match("id=(%d+)")) ~= own then
-                local flags = line:match(" flags=(%S+)")
-                if flags:find("U", 1, true) then n.unix = n.unix + 1 else n.tcp = n.tcp + 1 end
-            end
-        end
-        return n
+        return srv:count_clients(function(line)
+            return line:match(" flags=%S*U") and "unix" or "tcp"
+        end, { unix = 0, tcp = 0 })
     end
 
     it("is reached at a REDIS_HOST that is the socket's path, REDIS_PORT 0, by every connection of the worker", function()

@@ -72,6 +72,14 @@ local function start(args)
     return w
 end
 
+-- A handler of App\Jobs\Spec whose runs push v onto spec:versions.
+local function version(v)
+    return string.format([[
+        local luaworker = require "luaworker"
+        return { handle = function() luaworker.redis("RPUSH", "spec:versions", %q) end }
+    ]], v)
+end
+
 -- The worker processes a supervisor runs.
 local function children(w)
     return H.children(w.pid)
@@ -356,12 +364,6 @@ describe("luaworker work's supervisor", function()
     end)
 
     it("reloads the workers within a second when a handler changes, unless it does not compile", function()
-        local function version(v)
-            return string.format([[
-                local luaworker = require "luaworker"
-                return { handle = function() luaworker.redis("RPUSH", "spec:versions", %q) end }
-            ]], v)
-        end
         local file = handlers .. "/App/Jobs/Spec.lua"
         H.write_file(file, version("v1"))
         local w = start()
@@ -395,12 +397,6 @@ describe("luaworker work's supervisor", function()
     end)
 
     it("does not reload for a handler file caught between its truncation and its write", function()
-        local function version(v)
-            return string.format([[
-                local luaworker = require "luaworker"
-                return { handle = function() luaworker.redis("RPUSH", "spec:versions", %q) end }
-            ]], v)
-        end
         local file = handlers .. "/App/Jobs/Spec.lua"
         H.write_file(file, version("v1"))
         local w = start()
