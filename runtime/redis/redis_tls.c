@@ -20,7 +20,30 @@ static const char *openssl_reason(char *buf, size_t size, const char *fallback)
     return buf;
 }
 
+/* The context made last, and the settings it was made from: the connections of a
+ * process share it (a CA bundle is read once, not for each connection). */
+static struct {
+    struct redis_tls tls;
+    SSL_CTX *ctx;
+} made;
+
+static SSL_CTX *make_context(const struct redis_settings *s, char *err, size_t errlen);
+
 SSL_CTX *redis_tls_context(const struct redis_settings *s, char *err, size_t errlen)
+{
+    if (!made.ctx || memcmp(&made.tls, &s->tls, sizeof s->tls) != 0) {
+        SSL_CTX *ctx = make_context(s, err, errlen);
+        if (!ctx)
+            return NULL;
+        SSL_CTX_free(made.ctx);
+        made.tls = s->tls;
+        made.ctx = ctx;
+    }
+    SSL_CTX_up_ref(made.ctx);
+    return made.ctx;
+}
+
+static SSL_CTX *make_context(const struct redis_settings *s, char *err, size_t errlen)
 {
     const struct redis_tls *t = &s->tls;
     char why[256];

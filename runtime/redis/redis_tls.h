@@ -16,7 +16,8 @@
 #include "config/config.h"
 
 /* A context for the connections of s (s->tls.enabled), or NULL with err set naming
- * the file or setting OpenSSL refused. */
+ * the file or setting OpenSSL refused. The same settings give the same context,
+ * made once per process; each caller frees its reference (SSL_CTX_free). */
 SSL_CTX *redis_tls_context(const struct redis_settings *s, char *err, size_t errlen);
 
 /* A client session of ctx on fd (connected to the host of s), its server name and
