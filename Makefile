@@ -76,13 +76,16 @@ $(OBJ)/%.o: runtime/%.c
 
 # C specs (spec/unit/*_spec.c): programs printing TAP, each linked with the part of
 # the host it checks; spec/run runs them.
-C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_limits_spec
+C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_limits_spec $(OBJ)/spec/key_slot_spec
 $(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 $(OBJ)/spec/reply_limits_spec: spec/unit/reply_limits_spec.c $(OBJ)/redis/reply_limits.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lhiredis
+$(OBJ)/spec/key_slot_spec: spec/unit/key_slot_spec.c $(OBJ)/redis/key_slot.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 # Host-side Lua is compiled into the binary, each file a module named after its
 # folder and file, so that a require says where the file is:

@@ -52,6 +52,7 @@ local function run(cli, config)
     -- what every command's modules may read (luaworker.db: --env-file; the version;
     -- the connection's name, which `work`'s argument may change)
     settings.options, settings.config = cli.options, config
+    queue.set_cluster(config.queue_redis.cluster, settings.laravel_at_least(13, 5))
     settings.connection_name = config.connection_name
     settings.cache_prefix = config.prefix .. config.cache_prefix
     if command == "lua" then return run_lua(cli) end

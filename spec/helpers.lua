@@ -614,12 +614,13 @@ end
 
 -- Makes sure the Laravel 8 app (H.app) is set up (storage, SQLite failed_jobs table).
 -- The Laravel 8 app and luaworker share the Redis queue env reaches (srv: its
--- server, for the checks): luaworker runs the 3 NoOp jobs the app's jobs:dispatch
--- pushed, the app's queue:work the one luaworker pushed, and the queue is empty
--- after. Raises saying which did not happen.
-function H.shares_queue_with_laravel(env, srv)
+-- server, for the checks; q: the queue, REDIS_QUEUE's, "default" when nil):
+-- luaworker runs the 3 NoOp jobs the app's jobs:dispatch pushed, the app's
+-- queue:work the one luaworker pushed, and the queue is empty after. Raises saying
+-- which did not happen.
+function H.shares_queue_with_laravel(env, srv, q)
     H.laravel_setup()
-    local list, _, reserved = H.keys()
+    local list, _, reserved = H.keys(q)
     H.artisan({ "jobs:dispatch", "NoOp", "--count=3" }, env)
     assert(srv:r("LLEN", list) == 3, "the app's dispatch did not push 3 jobs")
     local r = H.run({ "work", "--handlers=" .. H.root .. "/examples/bench/handlers", "--stop-when-empty" },

@@ -37,6 +37,14 @@ local function queue_name(cli, config, connection)
     return config.default_queue
 end
 
+-- Says why queue q of connection cannot be used (a Redis Cluster's queue without
+-- a hash tag, see queue.cluster_problem); returns whether it can.
+local function usable(q, connection)
+    local problem = connection ~= "database" and queue.cluster_problem(q)
+    if problem then complain(problem) end
+    return not problem
+end
+
 -- The operations of the connection named: Laravel's database queue for "database"
 -- (the jobs table, queue/database_queue.lua), else its Redis queue.
 local function queue_of(connection)
@@ -200,6 +208,7 @@ function M.push(cli, config)
         return 2
     end
     local q = queue_name(cli, config)
+    if not usable(q, config.connection_name) then return 2 end
     local id
     if method then
         if data_text then
@@ -238,6 +247,7 @@ end
 function M.size(cli, config)
     local connection = connection_of(cli, config)
     local q = queue_name(cli, config, connection)
+    if not usable(q, connection) then return 2 end
     local total, pending, delayed, reserved = queue_of(connection):size(q)
     say(string.format("%s: %d pending, %d delayed, %d reserved (%d in all)", q, pending, delayed,
         reserved, total))
@@ -247,6 +257,7 @@ end
 function M.clear(cli, config)
     local connection = connection_of(cli, config)
     local q = queue_name(cli, config, connection)
+    if not usable(q, connection) then return 2 end
     local n = queue_of(connection):clear(q)
     say(string.format("Cleared %d jobs from the [%s] queue", n, q))
     return 0

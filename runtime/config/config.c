@@ -304,6 +304,54 @@ static int load_redis_address(struct redis_settings *s, char *err, size_t errlen
     return 0;
 }
 
+/* REDIS_CLUSTER_NODES (luaworker's own: an app lists its cluster's nodes in
+ * config/database.php): "host:port,host:port", the seeds of a Redis Cluster, over
+ * REDIS_HOST and REDIS_PORT (not a unix socket: a cluster's nodes announce TCP
+ * addresses). A cluster has database 0 only: REDIS_DB and REDIS_CACHE_DB do not
+ * apply, as Laravel ignores them there. */
+static int load_redis_cluster(struct redis_settings *s, char *err, size_t errlen)
+{
+    const char *nodes = env_or("REDIS_CLUSTER_NODES", "");
+    if (!*nodes)
+        return 0;
+    if (copy(s->cluster_nodes, sizeof s->cluster_nodes, nodes, "REDIS_CLUSTER_NODES", err, errlen))
+        return -1;
+    for (const char *p = nodes; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *colon = NULL;
+        for (const char *q = p; q < p + len; q++)
+            if (*q == ':')
+                colon = q;
+        char *end = NULL;
+        long port = colon ? strtol(colon + 1, &end, 10) : 0;
+        if (!colon || colon == p || end != p + len || port < 1 || port > 65535) {
+            snprintf(err, errlen, "REDIS_CLUSTER_NODES=%.300s: expected host:port of each node, "
+                     "separated by commas ('%.*s' is not)", nodes, (int)len, p);
+            return -1;
+        }
+        if (p == nodes) {
+            if ((size_t)(colon - p) >= sizeof s->host) {
+                snprintf(err, errlen, "REDIS_CLUSTER_NODES: host name too long");
+                return -1;
+            }
+            memcpy(s->host, p, (size_t)(colon - p));
+            s->host[colon - p] = '\0';
+            s->port = (int)port;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (s->path[0]) {
+        snprintf(err, errlen, "REDIS_CLUSTER_NODES is set with a unix socket (%.300s): a "
+                 "cluster's nodes are reached over TCP; unset REDIS_PATH, or REDIS_HOST's path",
+                 s->path);
+        return -1;
+    }
+    s->db = 0;
+    return 0;
+}
+
 static int load_redis(struct redis_settings *s, const char *db_var, const char *db_default,
                       char *err, size_t errlen)
 {
@@ -325,12 +373,14 @@ static int load_redis(struct redis_settings *s, const char *db_var, const char *
         snprintf(err, errlen, "REDIS_HOST=: expected a host name or IP address, or a unix socket's path");
         return -1;
     }
-    return 0;
+    return load_redis_cluster(s, err, errlen);
 }
 
 void config_describe_redis(const struct redis_settings *s, char *out, size_t size)
 {
-    if (s->path[0])
+    if (s->cluster_nodes[0])
+        snprintf(out, size, "cluster %s", s->cluster_nodes);
+    else if (s->path[0])
         snprintf(out, size, "unix:%s?database=%d", s->path, s->db);
     else
         snprintf(out, size, "%s:%d/%d", s->host, s->port, s->db);

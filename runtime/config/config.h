@@ -29,6 +29,8 @@ struct redis_settings {
     char password[512];
     int db;
     struct redis_tls tls;
+    char cluster_nodes[1024];     /* REDIS_CLUSTER_NODES: a cluster's seeds, "host:port,..."
+                                   * (host and port above are the first); "" for one server */
 };
 
 struct config {
@@ -45,8 +47,8 @@ struct config {
     struct laravel_version laravel;  /* whose protocol and key conventions apply */
 };
 
-/* Where s says Redis is, for messages (never the password): host:port/db, or
- * unix:path?database=db for a unix socket. */
+/* Where s says Redis is, for messages (never the password): host:port/db,
+ * unix:path?database=db for a unix socket, or cluster host:port,... */
 void config_describe_redis(const struct redis_settings *s, char *out, size_t size);
 
 /* The failed-job stores luaworker has (runtime/queue/failed_jobs.lua), NULL-ended. */

@@ -289,7 +289,7 @@ static void push_cli(lua_State *L, const struct cli *cli)
 
 static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 {
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 6);
     lua_pushstring(L, s->host);
     lua_setfield(L, -2, "host");
     lua_pushinteger(L, s->port);
@@ -300,6 +300,8 @@ static void push_redis_settings(lua_State *L, const struct redis_settings *s)
     lua_setfield(L, -2, "db");
     lua_pushboolean(L, s->password[0] != '\0');
     lua_setfield(L, -2, "has_password");
+    lua_pushboolean(L, s->cluster_nodes[0] != '\0');
+    lua_setfield(L, -2, "cluster");
 }
 
 /* Pushes the configuration (never the passwords). */

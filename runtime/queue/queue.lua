@@ -1,6 +1,13 @@
 -- luaworker.queue: Laravel's Redis queue operations, over scripts/*.lua. Keys are
 -- built here, with the connection's prefix applied to keys only (as phpredis does),
 -- never to payloads or scores; the pop script's reply is read here, and only here.
+--
+-- On a Redis Cluster every key of a queue must live in one slot, which a hash tag
+-- makes ({default}): below Laravel 13.5 the app names its queues with one (or its
+-- prefix has one), and a queue whose keys would have none is refused
+-- (M.cluster_problem); from 13.5 on, a queue name without one is wrapped in braces
+-- in its keys (queues:{default}), as RedisQueue::getQueueRedisKey does. The
+-- payloads and the failed records keep the queue's own name.
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
 
@@ -10,17 +17,49 @@ local M = {}
 --   <prefix>luaworker:failed_jobs        sorted set: record id -> failed time (Unix s)
 --   <prefix>luaworker:failed_jobs:<id>   hash: uuid, connection, queue, payload,
 --                                        exception, failed_at (Y-m-d H:i:s)
+-- On a cluster a job's record must share its queue's slot (scripts/fail.lua writes
+-- both in one step), so each queue has its index and records beside its keys,
+--   <prefix>queues:<name>:luaworker:failed_jobs[:<id>]
+-- and the set <prefix>luaworker:failed_queues names the queues that may have some.
 M.FAILED_INDEX = "luaworker:failed_jobs"
 
 local prefix = ""
+local cluster, wraps = false, false
 
 function M.set_prefix(p)
     prefix = p
 end
 
+-- On a cluster (wrap: Laravel 13.5+, which wraps untagged queue names).
+function M.set_cluster(on, wrap)
+    cluster, wraps = on, on and wrap
+end
+
+-- Laravel's Connection::hasHashTag: a '{' with a '}' after it and something between.
+local function has_hash_tag(s)
+    local open = s:find("{", 1, true)
+    local close = open and s:find("}", open + 1, true)
+    return close ~= nil and close > open + 1
+end
+
+-- The name of q in its keys.
+local function key_name(q)
+    if wraps and not has_hash_tag(q) then return "{" .. q .. "}" end
+    return q
+end
+
+-- Why q cannot be worked on this cluster, or nil.
+function M.cluster_problem(q)
+    if not cluster or wraps or has_hash_tag(prefix .. "queues:" .. q) then return nil end
+    return string.format("queue %s has no hash tag, and on a Redis Cluster its keys (%squeues:%s, "
+        .. ":reserved, ...) would be in different slots: name it {%s} in the app and here, as "
+        .. "Laravel before 13.5 needs on a cluster (13.5 wraps it itself: --laravel=13.5)",
+        q, prefix, q, q)
+end
+
 -- The four keys of queue q: list, delayed, reserved, notify.
 function M.keys(q)
-    local k = prefix .. "queues:" .. q
+    local k = prefix .. "queues:" .. key_name(q)
     return k, k .. ":delayed", k .. ":reserved", k .. ":notify"
 end
 
@@ -28,17 +67,37 @@ end
 -- give_back.lua): its record (a hash), the set of the workers of q, its heartbeat.
 -- With id nil, only the set.
 function M.worker_keys(q, id)
-    local k = prefix .. "queues:" .. q .. ":luaworker:"
+    local k = prefix .. "queues:" .. key_name(q) .. ":luaworker:"
     if not id then return nil, k .. "workers" end
     return k .. id, k .. "workers", k .. id .. ":alive"
 end
 
-function M.failed_index_key()
+-- The failed-job index that holds q's records (see above).
+function M.failed_index_key(q)
+    if cluster then return prefix .. "queues:" .. key_name(q) .. ":" .. M.FAILED_INDEX end
     return prefix .. M.FAILED_INDEX
 end
 
-function M.failed_record_key(id)
-    return prefix .. M.FAILED_INDEX .. ":" .. id
+function M.failed_record_key(id, q)
+    return M.failed_index_key(q) .. ":" .. id
+end
+
+local function failed_queues_key()
+    return prefix .. "luaworker:failed_queues"
+end
+
+-- On a cluster, notes that q may have failed records (before a worker of q pops).
+function M.note_failed_queue(q)
+    if cluster then redis.call("queue", "SADD", failed_queues_key(), q) end
+end
+
+-- The queues whose indexes hold failed records: the one index off a cluster (any
+-- queue stands for it).
+local function failed_queues()
+    if not cluster then return { "default" } end
+    local qs = redis.call("queue", "SMEMBERS", failed_queues_key())
+    table.sort(qs)
+    return qs
 end
 
 -- Pushes a payload (Laravel's push). Not safe to repeat: a lost connection raises.
@@ -77,7 +136,11 @@ end
 -- adds a job without a notify token, and each report ends a wait_for_push. Raises a
 -- RedisError (a reply error: this Redis cannot).
 function M.track_delayed(qs)
-    local id = redis.subscribe_invalidations()
+    local delayed = select(2, M.keys(qs[1]))
+    -- on a cluster, the block connection learns first which node serves the queue's
+    -- slot (a MOVED if it did not know): the subscription must be on that node
+    if cluster then redis.call("block", "EXISTS", delayed) end
+    local id = redis.subscribe_invalidations(delayed)
     local args = { "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST" }
     for _, q in ipairs(qs) do
         args[#args + 1] = "PREFIX"
@@ -95,7 +158,16 @@ function M.next_due(qs)
         local _, delayed, reserved = M.keys(q)
         sets[2 * i - 1], sets[2 * i] = delayed, reserved
     end
-    local scores = redis.script("queue", "next_due", sets, {})
+    local scores
+    if cluster then  -- a script's keys share a slot: one call per queue
+        scores = {}
+        for i = 1, #qs do
+            local s = redis.script("queue", "next_due", { sets[2 * i - 1], sets[2 * i] }, {})
+            scores[2 * i - 1], scores[2 * i] = s[1], s[2]
+        end
+    else
+        scores = redis.script("queue", "next_due", sets, {})
+    end
     local due = {}
     for i = 1, #qs do
         local a, b = tonumber(scores[2 * i - 1]), tonumber(scores[2 * i])
@@ -130,7 +202,7 @@ local function pop_call(q, pop)
           pop.heartbeat_ms, pop.heartbeat }
     args[13] = pop.finished_below or ""
     args[14] = pop.max_bytes or ""
-    return { list, reserved, notify, M.failed_index_key(), M.failed_record_key(id), record,
+    return { list, reserved, notify, M.failed_index_key(q), M.failed_record_key(id, q), record,
             workers, alive }, args, id
 end
 
@@ -243,15 +315,15 @@ end
 function M.fail(q, reserved_copy, record)
     local _, _, reserved = M.keys(q)
     local id, n = record.uuid, 1
-    while redis.call("queue", "EXISTS", M.failed_record_key(id)) == 1 do
-        if redis.call("queue", "HGET", M.failed_record_key(id), "payload") == record.payload then
+    while redis.call("queue", "EXISTS", M.failed_record_key(id, q)) == 1 do
+        if redis.call("queue", "HGET", M.failed_record_key(id, q), "payload") == record.payload then
             return redis.call("queue", "ZREM", reserved, reserved_copy)
         end
         n = n + 1
         id = record.uuid .. "-" .. n
     end
     return redis.script("queue", "fail",
-        { reserved, M.failed_index_key(), M.failed_record_key(id) },
+        { reserved, M.failed_index_key(q), M.failed_record_key(id, q) },
         { reserved_copy, id, record.connection, q, record.payload,
           record.exception, record.now, record.failed_at, record.uuid })
 end
@@ -268,20 +340,44 @@ function M.clear(q)
     return redis.script("queue", "clear", { list, delayed, reserved, notify }, {})
 end
 
-function M.failed_record(id)
-    local flat = redis.call("queue", "HGETALL", M.failed_record_key(id))
+-- The queue whose index holds failed record id (any queue off a cluster), or nil.
+local function failed_queue_of(id)
+    if not cluster then return "default" end
+    for _, q in ipairs(failed_queues()) do
+        if redis.call("queue", "ZSCORE", M.failed_index_key(q), id) then return q end
+    end
+    return nil
+end
+
+local function read_record(id, q)
+    local flat = redis.call("queue", "HGETALL", M.failed_record_key(id, q))
     if #flat == 0 then return nil end
     local rec = { id = id }
     for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
     return rec
 end
 
+function M.failed_record(id)
+    local q = failed_queue_of(id)
+    return q and read_record(id, q)
+end
+
 -- Failed records, newest first: a list of tables with the hash's fields and id.
 function M.failed_records()
-    local records = {}
-    for _, id in ipairs(redis.call("queue", "ZREVRANGE", M.failed_index_key(), 0, -1)) do
-        records[#records + 1] = M.failed_record(id)
+    local entries = {}
+    for _, q in ipairs(failed_queues()) do
+        local flat = redis.call("queue", "ZREVRANGE", M.failed_index_key(q), 0, -1, "WITHSCORES")
+        for i = 1, #flat, 2 do
+            entries[#entries + 1] = { id = flat[i], q = q, at = tonumber(flat[i + 1]), n = #entries }
+        end
     end
+    -- newest first; one index's order kept between records of the same second
+    table.sort(entries, function(a, b)
+        if a.at ~= b.at then return a.at > b.at end
+        return a.n < b.n
+    end)
+    local records = {}
+    for _, e in ipairs(entries) do records[#records + 1] = read_record(e.id, e.q) end
     return records
 end
 
@@ -290,7 +386,7 @@ end
 function M.retry(id, q, now)
     local list, _, _, notify = M.keys(q)
     local r = redis.script("queue", "retry",
-        { M.failed_index_key(), M.failed_record_key(id), list, notify }, { id, now })
+        { M.failed_index_key(q), M.failed_record_key(id, q), list, notify }, { id, now })
     return r == 1
 end
 
@@ -299,32 +395,37 @@ end
 -- the payload cannot be retried.
 function M.retry_payload(id, payload, q, now)
     local list, _, _, notify = M.keys(q)
-    redis.script("queue", "retry", { M.failed_index_key(), M.failed_record_key(id), list, notify },
+    redis.script("queue", "retry", { M.failed_index_key(q), M.failed_record_key(id, q), list, notify },
         { id, now, payload })
     return true
 end
 
 function M.forget(id)
-    local removed = redis.call("queue", "ZREM", M.failed_index_key(), id)
-    local deleted = redis.call("queue", "DEL", M.failed_record_key(id))
+    local q = failed_queue_of(id)
+    if not q then return false end
+    local removed = redis.call("queue", "ZREM", M.failed_index_key(q), id)
+    local deleted = redis.call("queue", "DEL", M.failed_record_key(id, q))
     return removed + deleted > 0
 end
 
--- Deletes the failed records the index lists when it starts, FLUSH_BATCH at a time,
--- each batch in one step (scripts/flush.lua): records failed meanwhile stay whole.
--- Returns how many it deleted.
+-- Deletes the failed records the indexes list when it starts, FLUSH_BATCH at a
+-- time, each batch in one step (scripts/flush.lua): records failed meanwhile stay
+-- whole. Returns how many it deleted.
 local FLUSH_BATCH = 500
 
 function M.flush()
-    local index = M.failed_index_key()
-    local ids, deleted = redis.call("queue", "ZRANGE", index, 0, -1), 0
-    for first = 1, #ids, FLUSH_BATCH do
-        local keys, batch = { index }, {}
-        for i = first, math.min(#ids, first + FLUSH_BATCH - 1) do
-            batch[#batch + 1] = ids[i]
-            keys[#keys + 1] = M.failed_record_key(ids[i])
+    local deleted = 0
+    for _, q in ipairs(failed_queues()) do
+        local index = M.failed_index_key(q)
+        local ids = redis.call("queue", "ZRANGE", index, 0, -1)
+        for first = 1, #ids, FLUSH_BATCH do
+            local keys, batch = { index }, {}
+            for i = first, math.min(#ids, first + FLUSH_BATCH - 1) do
+                batch[#batch + 1] = ids[i]
+                keys[#keys + 1] = M.failed_record_key(ids[i], q)
+            end
+            deleted = deleted + redis.script("queue", "flush", keys, batch)
         end
-        deleted = deleted + redis.script("queue", "flush", keys, batch)
     end
     return deleted
 end

@@ -2,12 +2,14 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <lauxlib.h>
 
 #include "loop/vm.h"
+#include "redis/key_slot.h"
 #include "redis/redis_binding.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_client.h"
 #include "redis/redis_sub.h"
 
 /* The ticket of host.wait_notify's wait, one at a time (below
@@ -22,7 +24,13 @@ static struct {
     long long block_client_id;      /* CLIENT ID of the block connection, 0 until known */
     struct redis_sub *sub;          /* listens to __redis__:invalidate, or NULL */
     int invalidated;                /* an invalidation came since host.take_invalidated */
+    char key[512];                  /* the BLPOP's first key: where it waits */
+    size_t keylen;
 } iw;
+
+/* On a cluster, a BLPOP waits on the keys of one slot: a wait on keys of other
+ * slots too ends after this long at most, for the worker to look at them. */
+#define OTHER_SLOTS_WAIT 1.0
 
 static void on_ignored_reply(void *data, const redisReply *reply, const char *lost,
                              enum redis_conn_loss loss)
@@ -49,8 +57,8 @@ static void unblock_wait(struct vm *h)
     size_t argvlen[] = {6, 7, (size_t)n};
     iw.unblock_wanted = 0;
     /* when this cannot be sent, the BLPOP's own timeout ends the wait */
-    redis_conn_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 3, argv, argvlen, on_ignored_reply, h, err,
-                       sizeof err);
+    redis_client_command_at(redis_binding_conn(REDIS_BINDING_QUEUE), iw.key, iw.keylen, 0, 3, argv,
+                            argvlen, on_ignored_reply, h, err, sizeof err);
 }
 
 static void on_block_client_id(void *data, const redisReply *reply, const char *lost,
@@ -115,6 +123,28 @@ static int l_host_wait_notify(lua_State *L)
     argv[0] = "BLPOP";
     argvlen[0] = 5;
     redis_binding_args(L, 3, argv + 1, argvlen + 1);
+    struct redis_client *c = redis_binding_conn(REDIS_BINDING_BLOCK);
+    if (argvlen[1] >= sizeof iw.key)
+        return luaL_argerror(L, 3, "key too long");
+    memcpy(iw.key, argv[1], argvlen[1]);
+    iw.keylen = argvlen[1];
+    if (redis_client_is_cluster(c)) {
+        /* one slot's keys (CROSSSLOT otherwise), the first key's */
+        int slot = key_slot(argv[1], argvlen[1]), kept = 1;
+        for (int i = 2; i <= nkeys; i++) {
+            if (key_slot(argv[i], argvlen[i]) == slot) {
+                argv[kept + 1] = argv[i];
+                argvlen[kept + 1] = argvlen[i];
+                kept++;
+            }
+        }
+        if (kept < nkeys && (seconds < 0 || seconds > OTHER_SLOTS_WAIT)) {
+            seconds = OTHER_SLOTS_WAIT;
+            exact = 1;
+        }
+        nkeys = kept;
+        redis_client_pin(c, iw.key, iw.keylen);
+    }
     if (seconds >= 0 && !exact)
         exact = seconds >= 1 && seconds < 1e9 && seconds == floor(seconds) ? -1 /* Redis' timeout */ : 1;
     /* with the timer, Redis' own timeout only backs it up: a whole second past it */
@@ -124,14 +154,13 @@ static int l_host_wait_notify(lua_State *L)
     argv[nkeys + 1] = timeout;
     argvlen[nkeys + 1] = (size_t)tn;
 
-    struct redis_conn *c = redis_binding_conn(REDIS_BINDING_BLOCK);
     const char *id_argv[] = {"CLIENT", "ID"};
     size_t id_argvlen[] = {6, 2};
     char err[512];
     iw.block_client_id = 0;
     iw.unblock_wanted = 0;
-    if (redis_conn_command(c, 0, 2, id_argv, id_argvlen, on_block_client_id, h, err, sizeof err) ||
-        redis_conn_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
+    if (redis_client_command(c, 0, 2, id_argv, id_argvlen, on_block_client_id, h, err, sizeof err) ||
+        redis_client_command(c, 0, nkeys + 2, argv, argvlen, on_block_reply, h, err, sizeof err))
         return redis_binding_unreachable(L, err);
     iw.blocking = 1;
     if (seconds >= 0 && exact > 0) {
@@ -154,20 +183,26 @@ static void on_subscription_lost(void *data)
     (void)data;
 }
 
-/* host.subscribe_invalidations() -> true, client id | false, message, kind ("reply"
- * when Redis refused a step, "connection" when it could not be reached).
- * Subscribes a connection of its own to __redis__:invalidate (blocking, at most a
- * second per step), where CLIENT TRACKING ... REDIRECT <client id> sends its
- * messages: each ends a host.wait_notify, or the next one, and sets the flag
- * host.take_invalidated reads. An earlier subscription is closed first. */
+/* host.subscribe_invalidations(key) -> true, client id | false, message, kind
+ * ("reply" when Redis refused a step, "connection" when it could not be reached).
+ * Subscribes a connection of its own to __redis__:invalidate on the server that
+ * holds key (on a cluster, the block connection's keyless commands go there too
+ * from now on: its CLIENT TRACKING), blocking, at most a second per step; CLIENT
+ * TRACKING ... REDIRECT <client id> sends its messages there: each ends a
+ * host.wait_notify, or the next one, and sets the flag host.take_invalidated
+ * reads. An earlier subscription is closed first. */
 static int l_host_subscribe_invalidations(lua_State *L)
 {
     struct vm *h = vm_of(L);
+    size_t keylen;
+    const char *key = luaL_checklstring(L, 1, &keylen);
     char err[600];
     long long id = 0;
     int refused;
+    struct redis_client *block = redis_binding_conn(REDIS_BINDING_BLOCK);
+    redis_client_pin(block, key, keylen);
     redis_sub_close(iw.sub);
-    iw.sub = redis_sub_open(h->loop, &h->config.queue, "__redis__:invalidate", 1.0,
+    iw.sub = redis_sub_open(h->loop, redis_client_settings(block), "__redis__:invalidate", 1.0,
                             on_invalidation, on_subscription_lost, h, &id, &refused, err,
                             sizeof err);
     if (!iw.sub) {

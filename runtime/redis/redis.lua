@@ -234,10 +234,11 @@ function M.wait_notify(seconds, exact, keys)
     return value
 end
 
--- subscribe_invalidations() -> the client id to name in CLIENT TRACKING ...
--- REDIRECT; raises a RedisError (see host.subscribe_invalidations).
-function M.subscribe_invalidations()
-    local ok, value, kind = host.subscribe_invalidations()
+-- subscribe_invalidations(key) -> the client id to name in CLIENT TRACKING ...
+-- REDIRECT, on the server that holds key; raises a RedisError (see
+-- host.subscribe_invalidations).
+function M.subscribe_invalidations(key)
+    local ok, value, kind = host.subscribe_invalidations(key)
     if not ok then raise(value, kind) end
     return value
 end

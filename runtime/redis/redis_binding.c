@@ -14,7 +14,7 @@ enum { COLLECT_TICKET = 2 };
 static struct {
     struct vm *vm;
     struct scripts scripts;
-    struct redis_conn *conns[REDIS_BINDING_CONNS];
+    struct redis_client *conns[REDIS_BINDING_CONNS];
     /* commands sent without waiting (host.send) that Redis refused, since read */
     int send_errors;
     char send_error[600];
@@ -139,7 +139,7 @@ int redis_binding_unreachable(lua_State *L, const char *message)
     return vm_push_error(L, message, "unreachable");
 }
 
-static struct redis_conn *conn_named(lua_State *L, int idx)
+static struct redis_client *conn_named(lua_State *L, int idx)
 {
     static const char *const names[] = {"queue", "cache", "block", NULL};
     return rb.conns[luaL_checkoption(L, idx, NULL, names)];
@@ -166,12 +166,12 @@ int redis_binding_args(lua_State *L, int first, const char **argv, size_t *argvl
 static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, void *data, char *err,
                         size_t errlen)
 {
-    struct redis_conn *c = conn_named(L, 1);
+    struct redis_client *c = conn_named(L, 1);
     luaL_checkstring(L, 2);
     const char *argv[REDIS_BINDING_MAX_ARGS];
     size_t argvlen[REDIS_BINDING_MAX_ARGS];
     int argc = redis_binding_args(L, 2, argv, argvlen);
-    return redis_conn_command(c, flags, argc, argv, argvlen, fn, data, err, errlen);
+    return redis_client_command(c, flags, argc, argv, argvlen, fn, data, err, errlen);
 }
 
 /* Queues EVALSHA of the script named at index 2 on the connection named at index 1,
@@ -180,7 +180,7 @@ static int send_command(lua_State *L, int flags, redis_conn_reply_fn *fn, void *
 static int send_script(lua_State *L, redis_conn_reply_fn *fn, void *data, char *err,
                        size_t errlen)
 {
-    struct redis_conn *c = conn_named(L, 1);
+    struct redis_client *c = conn_named(L, 1);
     const struct script *sc = scripts_get(&rb.scripts, luaL_checkstring(L, 2));
     if (!sc)
         luaL_argerror(L, 2, "no such script");
@@ -190,7 +190,7 @@ static int send_script(lua_State *L, redis_conn_reply_fn *fn, void *data, char *
     int argc = redis_binding_args(L, 4, argv, argvlen);
     if (nkeys < 0 || nkeys > argc)
         luaL_argerror(L, 3, "key count out of range");
-    return redis_conn_script(c, sc, nkeys, argc, argv, argvlen, fn, data, err, errlen);
+    return redis_client_script(c, sc, nkeys, argc, argv, argvlen, fn, data, err, errlen);
 }
 
 /* host.command(conn, name, args...) -> true, reply | false, message, kind. Yields
@@ -262,7 +262,7 @@ static int l_host_send(lua_State *L)
 /* host.flush(conn): writes the commands queued on conn now (see redis_conn_flush). */
 static int l_host_flush(lua_State *L)
 {
-    redis_conn_flush(conn_named(L, 1));
+    redis_client_flush(conn_named(L, 1));
     return 0;
 }
 
@@ -417,16 +417,16 @@ static int l_host_collect(lua_State *L)
  * client settings are gone), and whether it is up now (redis_conn_up). */
 static int l_host_connects(lua_State *L)
 {
-    struct redis_conn *c = conn_named(L, 1);
-    lua_pushnumber(L, (lua_Number)redis_conn_connects(c));
-    lua_pushboolean(L, redis_conn_up(c));
+    struct redis_client *c = conn_named(L, 1);
+    lua_pushnumber(L, (lua_Number)redis_client_connects(c));
+    lua_pushboolean(L, redis_client_up(c));
     return 2;
 }
 
 /* host.describe(conn) -> "host:port/db" of that connection (no password). */
 static int l_host_describe(lua_State *L)
 {
-    lua_pushstring(L, redis_conn_describe(conn_named(L, 1)));
+    lua_pushstring(L, redis_client_describe(conn_named(L, 1)));
     return 1;
 }
 
@@ -447,7 +447,7 @@ static void close_binding(void *data)
 {
     (void)data;
     for (int i = 0; i < REDIS_BINDING_CONNS; i++) {
-        redis_conn_free(rb.conns[i]);
+        redis_client_free(rb.conns[i]);
         rb.conns[i] = NULL;
     }
     scripts_free(&rb.scripts);
@@ -464,22 +464,21 @@ int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t 
                                                                   &h->config.queue};
     for (int i = 0; i < REDIS_BINDING_CONNS; i++) {
         const int scripted = i == REDIS_BINDING_QUEUE || i == REDIS_BINDING_CACHE;
-        rb.conns[i] = redis_conn_new(h->loop, settings[i], scripted ? &rb.scripts : NULL);
-        if (!rb.conns[i]) {
-            snprintf(err, errlen, "out of memory");
+        rb.conns[i] = redis_client_new(h->loop, settings[i], scripted ? &rb.scripts : NULL, err,
+                                       errlen);
+        if (!rb.conns[i])
             return -1;
-        }
         /* a string the heap cannot hold is dropped unread (vm_resume_with would
          * refuse it, after the reader had held it whole) */
         char what[64];
         snprintf(what, sizeof what, "--memory-limit=%zu (MB)", h->heap_limit >> 20);
-        redis_conn_limit_strings(rb.conns[i], (long long)h->heap_limit, what);
+        redis_client_limit_strings(rb.conns[i], (long long)h->heap_limit, what);
     }
     vm_add_functions(h, functions);
     return 0;
 }
 
-struct redis_conn *redis_binding_conn(int which)
+struct redis_client *redis_binding_conn(int which)
 {
     return rb.conns[which];
 }

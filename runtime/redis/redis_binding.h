@@ -6,12 +6,13 @@
  * (false, message, kind): kind "reply" for an error reply, "connection" when the
  * connection ended after the command may have reached Redis, "unreachable" when
  * Redis never got it, "memory" when the reply does not fit under --memory-limit.
- * Uses vm, redis_conn and scripts. */
+ * Uses vm, redis_client and scripts. */
 #ifndef LUAWORKER_REDIS_REDIS_BINDING_H
 #define LUAWORKER_REDIS_REDIS_BINDING_H
 
 #include <lua.h>
 
+#include "redis/redis_client.h"
 #include "redis/redis_conn.h"
 #include "redis/scripts.h"
 
@@ -33,7 +34,7 @@ enum { REDIS_BINDING_QUEUE = 0, REDIS_BINDING_CACHE = 1, REDIS_BINDING_BLOCK = 2
 int redis_binding_open(struct vm *h, struct scripts *scripts, char *err, size_t errlen);
 
 /* The connection which (REDIS_BINDING_QUEUE...), for the other bindings. */
-struct redis_conn *redis_binding_conn(int which);
+struct redis_client *redis_binding_conn(int which);
 
 /* Resumes h's main coroutine with ticket and (true, reply) or (false, message,
  * kind) for a reply (NULL: the command was lost, see redis_conn). */

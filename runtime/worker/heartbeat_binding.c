@@ -7,7 +7,7 @@
 #include "loop/system.h"
 #include "loop/vm.h"
 #include "redis/redis_binding.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_client.h"
 
 /* The heartbeat's state (one vm a process); times are system_clock(), those named
  * _wall system_wall_clock(). */
@@ -74,7 +74,7 @@ static void beat(struct vm *h)
         for (int k = 0; k < 5; k++)
             argvlen[k] = strlen(argv[k]);
         char err[256];
-        if (redis_conn_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 5, argv, argvlen, on_beat_reply, h,
+        if (redis_client_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 5, argv, argvlen, on_beat_reply, h,
                                err, sizeof err) == 0)
             hb.pending++;
         else

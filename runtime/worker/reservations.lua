@@ -101,6 +101,10 @@ end
 -- the first pop waits it out.
 local function check_access()
     for _, q in ipairs(settings.queues) do
+        local problem = queue.cluster_problem(q)
+        if problem then error(problem, 0) end
+    end
+    for _, q in ipairs(settings.queues) do
         local list, delayed, reserved = queue.keys(q)
         local ok, value, kind = host.script("queue", "size", 3, list, delayed, reserved)
         if not ok and redis.is_refusal(value, kind) then
@@ -108,6 +112,7 @@ local function check_access()
         end
         if not ok then return end
     end
+    for _, q in ipairs(settings.queues) do queue.note_failed_queue(q) end
 end
 
 -- Checks that Redis lets this worker use its queues (check_access), then starts the

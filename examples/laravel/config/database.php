@@ -2,6 +2,14 @@
 
 use Illuminate\Support\Str;
 
+// A Redis Cluster, when REDIS_CLUSTER_NODES (luaworker's variable) lists its seeds as
+// host:port,host:port: Laravel then reaches the 'default' and 'cache' connections
+// through the cluster (phpredis' RedisCluster), database 0.
+$clusterNodes = array_map(function ($node) {
+    [$host, $port] = explode(':', $node);
+    return ['host' => $host, 'port' => $port, 'password' => env('REDIS_PASSWORD', null)];
+}, array_filter(explode(',', (string) env('REDIS_CLUSTER_NODES', ''))));
+
 return [
 
     /*
@@ -95,6 +103,9 @@ return [
             'prefix' => env('REDIS_PREFIX', Str::slug(env('APP_NAME', 'laravel'), '_').'_database_'),
         ],
 
+    ] + ($clusterNodes ? [
+        'clusters' => ['default' => $clusterNodes, 'cache' => $clusterNodes],
+    ] : [
         'default' => [
             'url' => env('REDIS_URL'),
             'host' => env('REDIS_HOST', '127.0.0.1'),
@@ -121,6 +132,6 @@ return [
                 ? ['stream' => ['cafile' => env('LUAWORKER_REDIS_CA_FILE')]] : null,
         ],
 
-    ],
+    ]),
 
 ];

@@ -1,0 +1,186 @@
+-- A real Redis Cluster for specs: six redis-servers made a cluster of three masters,
+-- each with a replica, by `redis-cli --cluster create`, on ports of its own. The
+-- spec's own client reaches each node on its port and routes by CLUSTER SLOTS.
+local redis = require "redis"
+local H = require "spec.helpers"
+
+local Cluster = {}
+Cluster.__index = Cluster
+
+local M = {}
+
+local function sh(cmd)
+    local f = io.popen(cmd .. " 2>&1")
+    local out = f:read("*a")
+    local ok, _, status = f:close()
+    return out, ok == true or status == 0
+end
+
+-- A client on the node at port (kept).
+function Cluster:node(port)
+    if not self.clients[port] then self.clients[port] = redis.connect("127.0.0.1", port) end
+    return self.clients[port]
+end
+
+-- Runs a command on the node at port.
+function Cluster:on(port, cmd, ...)
+    return redis.command(cmd:upper())(self:node(port), ...)
+end
+
+-- The masters by slot range now: a list of {first, last, port, id}.
+function Cluster:slots(port)
+    local ranges = {}
+    for _, r in ipairs(self:on(port or self:any_port(), "CLUSTER", "SLOTS")) do
+        ranges[#ranges + 1] = { first = r[1], last = r[2], port = tonumber(r[3][2]), id = r[3][3] }
+    end
+    return ranges
+end
+
+-- A node that answers.
+function Cluster:any_port()
+    for _, port in ipairs(self.ports) do
+        if not self.dead[port] and pcall(self.on, self, port, "PING") then return port end
+        self.clients[port] = nil
+    end
+    error("no node of the cluster answers")
+end
+
+-- The port of the master serving key, by what the cluster says now.
+function Cluster:master_of(key)
+    local slot = self:on(self:any_port(), "CLUSTER", "KEYSLOT", key)
+    for _, r in ipairs(self:slots()) do
+        if slot >= r.first and slot <= r.last then return r.port, slot, r.id end
+    end
+    error("no master serves slot " .. slot)
+end
+
+-- Runs a command on the master of key (the command's first key).
+function Cluster:r(key, cmd, ...)
+    return self:on(self:master_of(key), cmd, key, ...)
+end
+
+-- Pushes a payload onto queue q (its name with the hash tag: the keys'), as
+-- Laravel's push script does.
+function Cluster:push(payload, q)
+    local list = H.prefix .. "queues:" .. q
+    local port = self:master_of(list)
+    local text = type(payload) == "table" and H.json.encode(payload) or payload
+    self:on(port, "RPUSH", list, text)
+    self:on(port, "RPUSH", list .. ":notify", "1")
+end
+
+-- "127.0.0.1:port,..." of the masters (or of all nodes).
+function Cluster:seeds(all)
+    local list = {}
+    for i, port in ipairs(self.ports) do
+        if all or i <= 3 then list[#list + 1] = "127.0.0.1:" .. port end
+    end
+    return table.concat(list, ",")
+end
+
+-- Whether every live node says the cluster is ok and agrees on who serves slot.
+function Cluster:settled(slot)
+    local owner
+    for _, port in ipairs(self.ports) do
+        if not self.dead[port] then
+            local ok, info = pcall(self.on, self, port, "CLUSTER", "INFO")
+            if not ok or not info:match("cluster_state:ok") then return false end
+            if slot then
+                for _, r in ipairs(self:slots(port)) do
+                    if slot >= r.first and slot <= r.last then
+                        if owner and owner ~= r.port or self.dead[r.port] then return false end
+                        owner = r.port
+                    end
+                end
+            end
+        end
+    end
+    return true
+end
+
+-- Whether every master's replica has all it wrote.
+function Cluster:replicated()
+    for _, r in ipairs(self:slots()) do
+        local info = self:on(r.port, "INFO", "replication")
+        local offset = info:match("master_repl_offset:(%d+)")
+        local replica = info:match("slave0:[^\r\n]*offset=(%d+)")
+        if not replica or replica ~= offset then return false end
+    end
+    return true
+end
+
+-- kill -9's the master serving key and waits until its replica serves its slots.
+-- Returns the port of the new master.
+function Cluster:kill_master_of(key)
+    local port, slot = self:master_of(key)
+    local pid = (H.read_file(self.dirs[port] .. "/redis.pid") or ""):match("%d+")
+    os.execute("kill -9 " .. pid)
+    self.dead[port] = true
+    self.clients[port] = nil
+    H.wait_until(function() return self:settled(slot) end, 30, "the replica to take over")
+    return (self:master_of(key))
+end
+
+function Cluster:stop()
+    for _, c in pairs(self.clients) do pcall(c.quit, c) end
+    for _, port in ipairs(self.ports) do
+        local pid = (H.read_file(self.dirs[port] .. "/redis.pid") or ""):match("%d+")
+        if pid then os.execute("kill -9 " .. pid .. " 2>/dev/null") end
+    end
+end
+
+-- Whether the redis-server of dir answers on port, and is that one (the process its
+-- pidfile names: a daemonized redis-server that cannot bind its port exits quietly,
+-- and another's may answer there).
+local function answers(c, port, dir)
+    return pcall(function()
+        local pid = (H.read_file(dir .. "/redis.pid") or ""):match("%d+")
+        local info = c:on(port, "INFO", "server")
+        assert(pid and info:match("process_id:(%d+)") == pid)
+    end)
+end
+
+-- Starts six nodes on ports from base + 1, their cluster bus ports from base + 11
+-- (below the ports the other specs' servers take, 20000 and up). Returns whether
+-- all six run.
+local function start_nodes(c, base)
+    c.ports, c.dirs, c.clients = {}, {}, {}
+    for i = 1, 6 do
+        local port, dir = base + i, H.tmpdir()
+        c.ports[i], c.dirs[port] = port, dir
+        os.execute(string.format("redis-server --port %d --cluster-port %d --bind 127.0.0.1 --dir %s "
+            .. "--save '' --appendonly no --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log "
+            .. "--cluster-enabled yes --cluster-config-file %s/nodes.conf --cluster-node-timeout 1000 "
+            .. "--cluster-replica-validity-factor 0",
+            port, base + 10 + i, dir, dir, dir, dir))
+    end
+    for _, port in ipairs(c.ports) do
+        if not pcall(H.wait_until, function() return answers(c, port, c.dirs[port]) end, 5,
+            "a cluster node to start") then
+            return false
+        end
+    end
+    return true
+end
+
+-- Starts the cluster; raises when it cannot.
+function M.start()
+    local c = setmetatable({ dead = {} }, Cluster)
+    local started = false
+    for _ = 1, 10 do
+        started = start_nodes(c, 10000 + 20 * math.random(0, 499))
+        if started then break end
+        c:stop()
+    end
+    if not started then error("could not start the cluster's redis-servers") end
+    local out, ok = sh("redis-cli --cluster create " .. c:seeds(true):gsub(",", " ")
+        .. " --cluster-replicas 1 --cluster-yes")
+    if not ok then
+        c:stop()
+        error("redis-cli --cluster create failed: " .. out)
+    end
+    H.wait_until(function() return c:settled() end, 30, "the cluster to be ok")
+    return c
+end
+
+return M

@@ -1,0 +1,166 @@
+-- A Redis Cluster (three masters, three replicas, spec/redis_cluster.lua) reached
+-- through its seed nodes (REDIS_CLUSTER_NODES): every command and script of a
+-- queue goes to the master of the queue's slot, MOVED and ASK are followed, a
+-- master killed mid-run is replaced by its replica and the worker carries on.
+local H = require "spec.helpers"
+local redis_cluster = require "spec.redis_cluster"
+
+-- Records each run where the job's queue lives (a key with the queue's hash tag),
+-- after sleeping `sleep` ms when the command says so.
+local HANDLER = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    local ms = tonumber(job:payload().sleep or 0)
+    if ms > 0 then luaworker.sleep(ms / 1000) end
+    luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
+end }
+]]
+
+describe("Redis Cluster", function()
+    local cluster, handlers, workers
+
+    setup(function()
+        cluster = redis_cluster.start()
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
+    end)
+    teardown(function() if cluster then cluster:stop() end end)
+
+    before_each(function() workers = H.worker_set() end)
+    after_each(function() workers.stop_all() end)
+
+    local function env(extra)
+        local e = { REDIS_CLUSTER_NODES = cluster:seeds(true), REDIS_HOST = "no-such-host.invalid",
+            REDIS_QUEUE = "{default}", QUEUE_CONNECTION = "redis" }
+        for k, v in pairs(extra or {}) do e[k] = v end
+        return e
+    end
+
+    local function ran(tag)
+        return cluster:r("spec:" .. (tag or "{default}") .. ":ran", "LRANGE", 0, -1)
+    end
+
+    local function clear()
+        for _, port in ipairs(cluster.ports) do
+            if not cluster.dead[port] then
+                pcall(cluster.on, cluster, port, "FLUSHALL")
+            end
+        end
+    end
+
+    it("works a queue named with a hash tag on the master of its slot, by every connection of the worker", function()
+        clear()
+        for i = 1, 20 do cluster:push(H.payload({ id = "a" .. i }), "{default}") end
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=3" }, { env = env() })
+        H.wait_until(function() return #ran() == 20 end, 20, "the jobs")
+        -- an idle worker is woken by a push (its BLPOP waits on the slot's master)
+        cluster:push(H.payload({ id = "b" }), "{default}")
+        H.wait_until(function() return #ran() == 21 end, 2, "the job pushed to the idle worker")
+        -- a job delayed while it is idle ends the wait when due (its tracking is there too)
+        local delayed = H.prefix .. "queues:{default}:delayed"
+        cluster:r(delayed, "ZADD", os.time() + 1, H.json.encode(H.payload({ id = "c" })))
+        H.wait_until(function() return #ran() == 22 end, 4, "the delayed job")
+        local master = cluster:master_of(delayed)
+        assert.are.equal(0, cluster:on(master, "ZCARD", H.prefix .. "queues:{default}:reserved"))
+        assert.are.equal(0, cluster:on(master, "LLEN", H.prefix .. "queues:{default}"))
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        assert.are.equal("", w:stderr())
+    end)
+
+    it("follows MOVED from a seed that does not serve the queue's slot", function()
+        clear()
+        local list = H.prefix .. "queues:{default}"
+        local master = cluster:master_of(list)
+        local other
+        for _, r in ipairs(cluster:slots()) do
+            if r.port ~= master then other = r.port end
+        end
+        cluster:push(H.payload({ id = "m" }), "{default}")
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" },
+            { env = env({ REDIS_CLUSTER_NODES = "127.0.0.1:" .. other }) })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.same({ "m" }, ran())
+        assert.are.equal("", r.stderr)
+    end)
+
+    it("refuses at start a queue whose keys would be in different slots, below Laravel 13.5", function()
+        local r = H.run({ "work", "--handlers=" .. handlers, "--queue=emails", "--once" },
+            { env = env() })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("queue emails has no hash tag", r.stderr, 1, true)
+        r = H.run({ "size", "--queue=emails" }, { env = env() })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("queue emails has no hash tag", r.stderr, 1, true)
+    end)
+
+    it("wraps an untagged queue name in its keys from Laravel 13.5 on, as Laravel does", function()
+        clear()
+        local r = H.run({ "push", "App\\Jobs\\Spec", "--queue=emails", "--laravel=13.5" }, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+        local list = H.prefix .. "queues:{emails}"
+        assert.are.equal(1, cluster:r(list, "LLEN"))
+        -- the payload keeps the queue's own name
+        r = H.run({ "work", "--handlers=" .. handlers, "--queue=emails", "--laravel=13.5",
+            "--stop-when-empty" }, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, cluster:r(list, "LLEN"))
+        assert.are.equal(0, cluster:r(list .. ":reserved", "ZCARD"))
+    end)
+
+    it("keeps a failed job in its queue's slot with luaworker's store, and retries it from there", function()
+        clear()
+        cluster:push(H.payload({ id = "f", maxTries = 1, displayName = "App\\Jobs\\Missing",
+            data = { commandName = "App\\Jobs\\Missing", command = 'O:16:"App\\Jobs\\Missing":0:{}' } }),
+            "{default}")
+        local e = env({ QUEUE_FAILED_DRIVER = "luaworker-redis" })
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        r = H.run({ "failed" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("{default}", r.stdout, 1, true)
+        assert.are.equal(1, cluster:r(H.prefix .. "queues:{default}:luaworker:failed_jobs", "ZCARD"))
+        r = H.run({ "retry", "all" }, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(1, cluster:r(H.prefix .. "queues:{default}", "LLEN"))
+        assert.are.equal(0, cluster:r(H.prefix .. "queues:{default}:luaworker:failed_jobs", "ZCARD"))
+    end)
+
+    it("shares its queues with the Laravel app's own worker, which reaches the cluster with phpredis", function()
+        clear()
+        -- the spec's checks, on the master of each key
+        local srv = { r = function(_, cmd, key, ...) return cluster:r(key, cmd, ...) end }
+        H.shares_queue_with_laravel(env(), srv, "{default}")
+        -- php artisan queue:restart, in the app's cache store on the cluster, stops the worker
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=1" }, { env = env() })
+        local master = cluster:master_of(H.prefix .. "queues:{default}")
+        H.wait_until(function()
+            return cluster:on(master, "INFO", "clients"):match("blocked_clients:1")
+        end, 10, "the worker to wait for a job")
+        H.artisan({ "queue:restart" }, env())
+        assert.are.equal(0, w:wait(10), w:stderr())
+    end)
+
+    it("carries on when the master of its queue is killed and its replica takes over, nothing lost", function()
+        clear()
+        local n = 300
+        for i = 1, n do cluster:push(H.payload({ id = "k" .. i, sleep = 10 }), "{default}") end
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=1", "--concurrency=4",
+            "--retry-after=5", "--timeout=4" },
+            { env = env() })
+        H.wait_until(function() return #ran() >= 60 end, 30, "a part of the jobs")
+        H.wait_until(function() return cluster:replicated() end, 10, "the replicas to catch up")
+        cluster:kill_master_of(H.prefix .. "queues:{default}")
+        -- jobs whose outcome the dead master had not passed on run again after
+        -- retry_after at most (Redis replicates asynchronously); none is lost
+        H.wait_until(function()
+            local seen = {}
+            for _, id in ipairs(ran()) do seen[id] = true end
+            for i = 1, n do if not seen["k" .. i] then return false end end
+            return true
+        end, 120, "every job to run")
+        assert.is_nil(w:status(), "the worker is alive")
+        H.wait_until(function() return w:stderr():find("is back", 1, true) end, 10, "the worker to say so")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(15), w:stderr())
+    end)
+end)
