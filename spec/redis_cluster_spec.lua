@@ -107,6 +107,45 @@ describe("Redis Cluster", function()
         assert.are.equal(0, cluster:r(list .. ":reserved", "ZCARD"))
     end)
 
+    it("works queues in several slots, and honours queue:pause's keys, each in a slot of its own", function()
+        clear()
+        local cache = "laravel_database_laravel_cache_illuminate:"
+        local function work()
+            for _, q in ipairs({ "{a}", "{b}" }) do
+                cluster:push(H.payload({ id = q }), q)
+            end
+            local r = H.run({ "work", "--handlers=" .. handlers, "--queue={a},{b}", "--laravel=13.25",
+                "--stop-when-empty" }, { env = env() })
+            assert.are.equal(0, r.status, r.stderr)
+            local list = ran()
+            cluster:r("spec:{default}:ran", "DEL")
+            return list
+        end
+        cluster:r(cache .. "queue:paused:redis:{b}", "SET", "b:1;")
+        assert.are.same({ "{a}" }, work())
+        cluster:r(cache .. "queue:paused:redis:{b}", "DEL")
+        cluster:r(cache .. "queues:paused", "SET", "b:1;")
+        assert.are.same({}, work())
+        cluster:r(cache .. "queues:paused", "DEL")
+        -- the jobs held back run, {a} first (--queue's order)
+        assert.are.same({ "{a}", "{a}", "{b}", "{b}", "{b}" }, work())
+    end)
+
+    it("wakes an idle worker for a push onto any of its queues, in any slot", function()
+        clear()
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--queue={a},{b}", "--sleep=10" },
+            { env = env() })
+        for i, q in ipairs({ "{a}", "{b}", "{a}", "{b}" }) do
+            H.sleep(0.3)
+            cluster:push(H.payload({ id = q .. i }), q)
+            -- a BLPOP waits on one slot's keys: a push elsewhere is seen within a second
+            H.wait_until(function() return #ran() == i end, 1.5, "the job pushed onto " .. q)
+        end
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10), w:stderr())
+        assert.are.equal("", w:stderr())
+    end)
+
     it("keeps a failed job in its queue's slot with luaworker's store, and retries it from there", function()
         clear()
         cluster:push(H.payload({ id = "f", maxTries = 1, displayName = "App\\Jobs\\Missing",

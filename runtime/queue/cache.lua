@@ -109,8 +109,12 @@ function M.queue_paused(connection, q)
             or settings.laravel_at_least(13, 25) and cached_true(s:get("illuminate:queues:paused"))
     end
     local key = settings.cache_prefix .. "illuminate:queue:paused:" .. connection .. ":" .. q
-    if settings.laravel_at_least(13, 25) then
-        local values = redis.call("cache", "MGET", settings.cache_prefix .. "illuminate:queues:paused", key)
+    local all = settings.cache_prefix .. "illuminate:queues:paused"
+    if settings.laravel_at_least(13, 25) and settings.config.cache_redis.cluster then
+        -- two slots of a cluster: a GET each (MGET would be refused, CROSSSLOT)
+        return cached_true(redis.call("cache", "GET", all)) or cached_true(redis.call("cache", "GET", key))
+    elseif settings.laravel_at_least(13, 25) then
+        local values = redis.call("cache", "MGET", all, key)
         return cached_true(values[1]) or cached_true(values[2])
     end
     return cached_true(redis.call("cache", "GET", key))
