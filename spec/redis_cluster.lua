@@ -121,6 +121,30 @@ function Cluster:kill_master_of(key)
     return (self:master_of(key))
 end
 
+-- Moves the slot of key to another master, as `redis-cli --cluster reshard` does:
+-- IMPORTING and MIGRATING, its keys MIGRATEd a few at a time (between, each call
+-- of the worker meets ASK or TRYAGAIN), then the slot given to the new master.
+-- Returns the new master's port.
+function Cluster:move_slot(key)
+    local from, slot, from_id = self:master_of(key)
+    local to, to_id
+    for _, r in ipairs(self:slots()) do
+        if r.port ~= from then to, to_id = r.port, r.id end
+    end
+    self:on(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", from_id)
+    self:on(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", to_id)
+    while true do
+        local keys = self:on(from, "CLUSTER", "GETKEYSINSLOT", slot, 2)
+        if #keys == 0 then break end
+        self:on(from, "MIGRATE", "127.0.0.1", to, "", 0, 5000, "KEYS", unpack(keys))
+        H.sleep(0.05)
+    end
+    for _, r in ipairs(self:slots()) do
+        self:on(r.port, "CLUSTER", "SETSLOT", slot, "NODE", to_id)
+    end
+    return to
+end
+
 function Cluster:stop()
     for _, c in pairs(self.clients) do pcall(c.quit, c) end
     for _, port in ipairs(self.ports) do

@@ -179,6 +179,27 @@ describe("Redis Cluster", function()
         assert.are.equal(0, w:wait(10), w:stderr())
     end)
 
+    it("follows its queue's slot to another master while it works (ASK, TRYAGAIN, then MOVED), each job run once", function()
+        clear()
+        local n = 300
+        for i = 1, n do cluster:push(H.payload({ id = "r" .. i, sleep = 5 }), "{default}") end
+        local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=1", "--concurrency=4" },
+            { env = env() })
+        H.wait_until(function() return #ran() >= 30 end, 30, "a part of the jobs")
+        local to = cluster:move_slot(H.prefix .. "queues:{default}")
+        H.wait_until(function() return #ran() >= n end, 60, "every job to run")
+        local seen = {}
+        for _, id in ipairs(ran()) do
+            assert.is_nil(seen[id], id .. " ran twice")
+            seen[id] = true
+        end
+        assert.are.equal(to, (cluster:master_of(H.prefix .. "queues:{default}")))
+        assert.are.equal(0, cluster:on(to, "ZCARD", H.prefix .. "queues:{default}:reserved"))
+        assert.is_nil(w:status(), "the worker is alive")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(15), w:stderr())
+    end)
+
     it("carries on when the master of its queue is killed and its replica takes over, nothing lost", function()
         clear()
         local n = 300
