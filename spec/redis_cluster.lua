@@ -145,6 +145,19 @@ function Cluster:move_slot(key)
     return to
 end
 
+-- kill -9's the replica of the master at port.
+function Cluster:kill_replica_of(port)
+    local info = self:on(port, "INFO", "replication")
+    local replica = tonumber(info:match("slave0:[^\r\n]*port=(%d+)"))
+    local pid = (H.read_file(self.dirs[replica] .. "/redis.pid") or ""):match("%d+")
+    os.execute("kill -9 " .. pid)
+    self.dead[replica] = true
+    self.clients[replica] = nil
+    H.wait_until(function()
+        return self:on(port, "INFO", "replication"):match("connected_slaves:0")
+    end, 10, "the master to lose its replica")
+end
+
 function Cluster:stop()
     for _, c in pairs(self.clients) do pcall(c.quit, c) end
     for _, port in ipairs(self.ports) do

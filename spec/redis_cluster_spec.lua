@@ -16,12 +16,20 @@ return { handle = function(job, command)
 end }
 ]]
 
+-- Dispatches App\Jobs\Spec onto queue {b} (another master's slot than {default}'s).
+local DISPATCHER = [[
+local luaworker = require "luaworker"
+return { handle = function(job)
+    luaworker.dispatch("App\\Jobs\\Spec", {}, { queue = "{b}" })
+end }
+]]
+
 describe("Redis Cluster", function()
     local cluster, handlers, workers
 
     setup(function()
         cluster = redis_cluster.start()
-        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
+        handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER, ["App/Jobs/Dispatcher.lua"] = DISPATCHER })
     end)
     teardown(function() if cluster then cluster:stop() end end)
 
@@ -222,5 +230,36 @@ describe("Redis Cluster", function()
         H.wait_until(function() return w:stderr():find("is back", 1, true) end, 10, "the worker to say so")
         w:kill("TERM")
         assert.are.equal(0, w:wait(15), w:stderr())
+    end)
+
+    -- (after the failover spec: it takes a replica away)
+    it("waits until a replica of the other master has a job a handler dispatched there (and a restart signal), before going on", function()
+        clear()
+        local function dispatch_once()
+            cluster:push(H.class_payload("App\\Jobs\\Dispatcher", { id = "d" }), "{default}")
+            local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" }, { env = env() })
+            assert.are.equal(0, r.status, r.stderr)
+            assert.are.equal(1, cluster:r(H.prefix .. "queues:{b}", "LLEN"))
+            cluster:r(H.prefix .. "queues:{b}", "DEL")
+            return r.stderr
+        end
+        local function restart()
+            local r = H.run({ "restart" }, { env = env() })
+            assert.are.equal(0, r.status, r.stderr)
+            return r.stderr
+        end
+        local function has_replica(port)
+            return not cluster:on(port, "INFO", "replication"):match("connected_slaves:0")
+        end
+        local restart_master = cluster:master_of("laravel_database_laravel_cache:illuminate:queue:restart")
+        assert.are.equal("", dispatch_once())
+        if has_replica(restart_master) then assert.are.equal("", restart()) end
+        -- without a replica that confirms, a push is not waited for after the first
+        -- try, and the worker says so; `restart` says so too
+        cluster:kill_replica_of(cluster:master_of(H.prefix .. "queues:{b}"))
+        if has_replica(restart_master) then cluster:kill_replica_of(restart_master) end
+        assert.matches("no replica of the master of queue {b} confirmed a push within 1000 ms",
+            dispatch_once(), 1, true)
+        assert.matches("no replica of the cluster's master confirmed the restart signal", restart(), 1, true)
     end)
 end)

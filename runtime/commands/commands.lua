@@ -282,7 +282,10 @@ function M.notify(cli)
 end
 
 function M.restart()
-    cache.signal_restart(host.now())
+    if not cache.signal_restart(host.now()) then
+        complain("no replica of the cluster's master confirmed the restart signal within a second: "
+            .. "a failover of that master now would lose it (run restart again after one)")
+    end
     say("Broadcasting queue restart signal.")
     return 0
 end

@@ -85,11 +85,18 @@ function M.read_restart()
 end
 
 -- Writes queue:restart's signal: the time now, as Laravel's `queue:restart` (the
--- RedisStore keeps a number as it is, the others serialize it).
+-- RedisStore keeps a number as it is, the others serialize it). Returns false when
+-- the store is a Redis Cluster and no replica of the key's master confirmed the
+-- write within a second (a failover then would lose it), else true.
 function M.signal_restart(now)
     local s = store()
-    if s then return s:forever("illuminate:queue:restart", string.format("i:%d;", now)) end
+    if s then
+        s:forever("illuminate:queue:restart", string.format("i:%d;", now))
+        return true
+    end
     redis.call("cache", "SET", M.restart_key(), now)
+    return not settings.config.cache_redis.cluster
+        or redis.call_at("cache", M.restart_key(), "WAIT", 1, 1000) > 0
 end
 
 -- Whether a PHP-serialized value in the cache is true as PHP reads it (a missing

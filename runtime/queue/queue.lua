@@ -10,6 +10,7 @@
 -- payloads and the failed records keep the queue's own name.
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
+local log = require "luaworker.base.log"
 
 local M = {}
 
@@ -100,16 +101,39 @@ local function failed_queues()
     return qs
 end
 
+-- On a cluster, a push waits until a replica of its master has it (WAIT 1): the job
+-- that pushed it (a chain's next link, luaworker.dispatch) is deleted next, on its
+-- own queue's master, and a failover of the pushed job's master before it passed
+-- the push on would lose the new job while the delete stayed. A master with no
+-- replica that confirms within REPLICA_WAIT_MS is not waited for again for
+-- UNREPLICATED_FOR seconds, and this is said once per queue.
+local REPLICA_WAIT_MS, UNREPLICATED_FOR = 1000, 60
+local unreplicated = {}  -- key -> until when (host.clock()) pushes onto it are not waited for
+
+local function replicated(q, key)
+    if not cluster or (unreplicated[key] or 0) > host.clock() then return end
+    if redis.call_at("queue", key, "WAIT", 1, REPLICA_WAIT_MS) == 0 then
+        if not unreplicated[key] then
+            log.error(string.format("no replica of the master of queue %s confirmed a push within %d ms: "
+                .. "pushes onto it are not waited for (a failover of that master may lose the "
+                .. "jobs it had not passed on)", q, REPLICA_WAIT_MS))
+        end
+        unreplicated[key] = host.clock() + UNREPLICATED_FOR
+    end
+end
+
 -- Pushes a payload (Laravel's push). Not safe to repeat: a lost connection raises.
 function M.push(q, payload)
     local list, _, _, notify = M.keys(q)
     redis.script_once("queue", "push", { list, notify }, { payload })
+    replicated(q, list)
 end
 
 -- Adds a payload to the delayed set (Laravel's later).
 function M.later(q, available_at, payload)
     local _, delayed = M.keys(q)
     redis.script("queue", "later", { delayed }, { available_at, payload })
+    replicated(q, delayed)
 end
 
 -- Moves due jobs of q from :delayed, then expired reservations from :reserved, to

@@ -176,6 +176,14 @@ function M.call(conn, ...)
     return value
 end
 
+-- call_at(conn, key, "CMD", args...) -> as call, for a command that names no key
+-- sent where key lives (on a cluster, its slot's master: WAIT after a write to key).
+function M.call_at(conn, key, ...)
+    local ok, value, kind = attempt(true, nil, host.command_at, conn, key, ...)
+    if not ok then raise(value, kind) end
+    return value
+end
+
 -- call_once(conn, limit, "CMD", args...) -> the reply; raises a RedisError. For
 -- commands not safe to run twice; transient failures are waited out for at most
 -- limit seconds (nil: without limit).

@@ -209,6 +209,31 @@ static int l_host_command(lua_State *L)
     return vm_yield(L, w->ticket);
 }
 
+/* host.command_at(conn, key, name, args...) -> as host.command, sent to the server
+ * that holds key (on a cluster: for commands that name no key, as WAIT after a
+ * write to key). */
+static int l_host_command_at(lua_State *L)
+{
+    char err[512];
+    vm_check_wait(L);
+    struct redis_client *c = conn_named(L, 1);
+    size_t keylen;
+    const char *key = luaL_checklstring(L, 2, &keylen);
+    luaL_checkstring(L, 3);
+    const char *argv[REDIS_BINDING_MAX_ARGS];
+    size_t argvlen[REDIS_BINDING_MAX_ARGS];
+    int argc = redis_binding_args(L, 3, argv, argvlen);
+    struct vm_waiter *w = vm_waiter_take(vm_of(L));
+    if (!w)
+        return luaL_error(L, "out of memory");
+    if (redis_client_command_at(c, key, keylen, 0, argc, argv, argvlen, on_reply, w, err,
+                                sizeof err)) {
+        vm_waiter_give(w);
+        return redis_binding_unreachable(L, err);
+    }
+    return vm_yield(L, w->ticket);
+}
+
 /* host.script(conn, name, nkeys, keys..., args...) -> as host.command. Runs
  * scripts/<name>.lua with EVALSHA (loading it again on NOSCRIPT). Yields until the
  * reply. */
@@ -432,6 +457,7 @@ static int l_host_describe(lua_State *L)
 
 static const luaL_Reg functions[] = {
     {"command", l_host_command},
+    {"command_at", l_host_command_at},
     {"script", l_host_script},
     {"send", l_host_send},
     {"flush", l_host_flush},
