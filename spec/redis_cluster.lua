@@ -69,11 +69,11 @@ function Cluster:push(payload, q)
     self:on(port, "RPUSH", list .. ":notify", "1")
 end
 
--- "127.0.0.1:port,..." of the masters (or of all nodes).
-function Cluster:seeds(all)
+-- "127.0.0.1:port,..." of every node (their TLS ports with tls).
+function Cluster:seeds(tls)
     local list = {}
-    for i, port in ipairs(self.ports) do
-        if all or i <= 3 then list[#list + 1] = "127.0.0.1:" .. port end
+    for i, port in ipairs(tls and self.tls_ports or self.ports) do
+        list[i] = "127.0.0.1:" .. port
     end
     return table.concat(list, ",")
 end
@@ -177,19 +177,30 @@ local function answers(c, port, dir)
     end)
 end
 
--- Starts six nodes on ports from base + 1, their cluster bus ports from base + 11
--- (below the ports the other specs' servers take, 20000 and up). Returns whether
--- all six run.
-local function start_nodes(c, base)
-    c.ports, c.dirs, c.clients = {}, {}, {}
+-- Starts six nodes on ports from base + 1, their cluster bus ports from base + 11,
+-- their TLS ports (with opts.tls) from base + 21 (below the ports the other specs'
+-- servers take, 20000 and up). Returns whether all six run.
+local function start_nodes(c, base, opts)
+    c.ports, c.dirs, c.clients, c.tls_ports = {}, {}, {}, {}
     for i = 1, 6 do
         local port, dir = base + i, H.tmpdir()
         c.ports[i], c.dirs[port] = port, dir
+        local extra = ""
+        if opts.tls then
+            c.tls_ports[i] = base + 20 + i
+            extra = string.format(" --tls-port %d --tls-cluster yes --tls-replication yes "
+                .. "--tls-cert-file %s --tls-key-file %s --tls-ca-cert-file %s --tls-auth-clients no",
+                base + 20 + i, opts.tls.cert, opts.tls.key, opts.tls.ca)
+        end
+        if opts.user then
+            extra = extra .. string.format(" --user %s on '>%s' %s", opts.user.name, opts.user.password,
+                opts.user.rules)
+        end
         os.execute(string.format("redis-server --port %d --cluster-port %d --bind 127.0.0.1 --dir %s "
             .. "--save '' --appendonly no --daemonize yes --pidfile %s/redis.pid --logfile %s/redis.log "
             .. "--cluster-enabled yes --cluster-config-file %s/nodes.conf --cluster-node-timeout 1000 "
-            .. "--cluster-replica-validity-factor 0",
-            port, base + 10 + i, dir, dir, dir, dir))
+            .. "--cluster-replica-validity-factor 0%s",
+            port, base + 10 + i, dir, dir, dir, dir, extra))
     end
     for _, port in ipairs(c.ports) do
         if not pcall(H.wait_until, function() return answers(c, port, c.dirs[port]) end, 5,
@@ -200,17 +211,20 @@ local function start_nodes(c, base)
     return true
 end
 
--- Starts the cluster; raises when it cannot.
-function M.start()
+-- Starts the cluster; raises when it cannot. opts (optional): tls = {cert =, key =,
+-- ca =} adds a TLS port to each node (c.tls_ports), the cluster's bus and
+-- replication over TLS too; user = {name =, password =, rules =} an ACL user beside
+-- the default one (the spec's client stays the default user, on the plain ports).
+function M.start(opts)
     local c = setmetatable({ dead = {} }, Cluster)
     local started = false
     for _ = 1, 10 do
-        started = start_nodes(c, 10000 + 20 * math.random(0, 499))
+        started = start_nodes(c, 10000 + 30 * math.random(0, 330), opts or {})
         if started then break end
         c:stop()
     end
     if not started then error("could not start the cluster's redis-servers") end
-    local out, ok = sh("redis-cli --cluster create " .. c:seeds(true):gsub(",", " ")
+    local out, ok = sh("redis-cli --cluster create " .. c:seeds():gsub(",", " ")
         .. " --cluster-replicas 1 --cluster-yes")
     if not ok then
         c:stop()

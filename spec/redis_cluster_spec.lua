@@ -37,7 +37,7 @@ describe("Redis Cluster", function()
     after_each(function() workers.stop_all() end)
 
     local function env(extra)
-        local e = { REDIS_CLUSTER_NODES = cluster:seeds(true), REDIS_HOST = "no-such-host.invalid",
+        local e = { REDIS_CLUSTER_NODES = cluster:seeds(), REDIS_HOST = "no-such-host.invalid",
             REDIS_QUEUE = "{default}", QUEUE_CONNECTION = "redis" }
         for k, v in pairs(extra or {}) do e[k] = v end
         return e
