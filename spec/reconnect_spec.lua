@@ -242,4 +242,22 @@ describe("luaworker work when Redis goes away", function()
         w:kill("TERM")
         assert.are.equal(0, w:wait(10))
     end)
+
+    it("gives up a connection that is not up within 5 s (a host that answers nothing), as an outage", function()
+        -- a listener whose one-place backlog is full: the kernel drops the next SYNs,
+        -- as from a machine that is gone
+        local listener = assert(socket.bind("127.0.0.1", 0, 0))
+        local _, port = listener:getsockname()
+        local filler = socket.tcp()
+        filler:settimeout(1)
+        filler:connect("127.0.0.1", port)
+        local started = socket.gettime()
+        local r = H.run({ "size" }, { env = { REDIS_PORT = tostring(port) } })
+        assert.are.equal(1, r.status, r.stderr)
+        assert.matches("cannot connect to Redis at 127.0.0.1:" .. port .. "/0: no answer within 5 s",
+            r.stderr, 1, true)
+        assert.is_true(socket.gettime() - started < 10)
+        filler:close()
+        listener:close()
+    end)
 end)

@@ -91,6 +91,23 @@ describe("Redis Cluster", function()
         assert.are.equal("", r.stderr)
     end)
 
+    it("reads the map from the next seed when the first answers nothing (a machine gone)", function()
+        clear()
+        local socket = require "socket"
+        local listener = assert(socket.bind("127.0.0.1", 0, 0))
+        local _, port = listener:getsockname()
+        local filler = socket.tcp()
+        filler:settimeout(1)
+        filler:connect("127.0.0.1", port)
+        cluster:push(H.payload({ id = "g" }), "{default}")
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" },
+            { env = env({ REDIS_CLUSTER_NODES = "127.0.0.1:" .. port .. "," .. cluster:seeds() }) })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.same({ "g" }, ran())
+        filler:close()
+        listener:close()
+    end)
+
     it("refuses at start a queue whose keys would be in different slots, below Laravel 13.5", function()
         local r = H.run({ "work", "--handlers=" .. handlers, "--queue=emails", "--once" },
             { env = env() })

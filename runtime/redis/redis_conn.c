@@ -45,7 +45,12 @@ struct redis_conn {
     long long max_string;          /* see redis_conn_limit_strings */
     char max_string_what[64];
     SSL_CTX *tls;                  /* the connections' TLS context, or NULL without TLS */
+    ev_timer connect_timer;        /* gives up a connection not up within CONNECT_TIMEOUT */
 };
+
+/* Seconds a new connection has to be up (TCP, and TLS's handshake): a host that is
+ * gone answers nothing, and the kernel would try for minutes. */
+#define CONNECT_TIMEOUT 5.0
 
 static struct redis_stream *stream_of(const struct redis_conn *c, const redisAsyncContext *ac)
 {
@@ -184,6 +189,27 @@ static void send_kept(struct redis_conn *c, redisAsyncContext *ac)
     }
 }
 
+/* A connection still not up CONNECT_TIMEOUT after it was opened is given up: its
+ * commands fail as unsent, saying so, and the next command connects again. */
+static void on_connect_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct redis_conn *c = w->data;
+    redisAsyncContext *ac = c->ac;
+    if (!ac || redis_conn_up(c))
+        return;
+    snprintf(c->setup_error, sizeof c->setup_error, "cannot connect to Redis at %s: no answer within "
+             "%.0f s", c->describe, CONNECT_TIMEOUT);
+    c->failed_ac = ac;
+    c->ac = NULL;
+    stream_drop(c, ac);
+    ac->data = c;
+    redisAsyncFree(ac);  /* its commands' callbacks run now, as unsent */
+    if (c->failed_ac == ac)
+        c->failed_ac = NULL;
+}
+
 static int connect_now(struct redis_conn *c, char *err, size_t errlen)
 {
     if (c->settings.tls.enabled && !c->tls) {
@@ -228,6 +254,9 @@ static int connect_now(struct redis_conn *c, char *err, size_t errlen)
                           c->scripts->items[i].text, c->scripts->items[i].len);
     c->ac = ac;
     send_kept(c, ac);
+    ev_timer_stop(c->loop, &c->connect_timer);
+    ev_timer_set(&c->connect_timer, CONNECT_TIMEOUT, 0.);
+    ev_timer_start(c->loop, &c->connect_timer);
     return 0;
 }
 
@@ -241,6 +270,8 @@ struct redis_conn *redis_conn_new(struct ev_loop *loop, const struct redis_setti
     c->settings = *s;
     c->scripts = scripts;
     STAILQ_INIT(&c->kept);
+    ev_timer_init(&c->connect_timer, on_connect_timeout, 0., 0.);
+    c->connect_timer.data = c;
     config_describe_redis(s, c->describe, sizeof c->describe);
     return c;
 }
@@ -456,6 +487,7 @@ void redis_conn_free(struct redis_conn *c)
     if (!c)
         return;
     c->freeing = 1;
+    ev_timer_stop(c->loop, &c->connect_timer);
     if (c->ac) {
         redisAsyncContext *ac = c->ac;
         c->ac = NULL;
