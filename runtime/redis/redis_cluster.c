@@ -10,7 +10,9 @@
 
 #include "redis/key_slot.h"
 
-enum { MAX_NODES = 64, MAX_REDIRECTS = 5 };
+/* A process meets at most MAX_NODES addresses of nodes; a map naming more is not
+ * read (the last one stays). */
+enum { MAX_NODES = 256, MAX_REDIRECTS = 5 };
 
 /* The least time between two reads of the map. */
 #define REFRESH_INTERVAL 0.25
@@ -50,7 +52,7 @@ struct redis_cluster {
     struct redis_settings settings;  /* of the seeds: user, password, TLS */
     const struct scripts *scripts;
     char describe[sizeof ((struct redis_settings *)0)->cluster_nodes + 16];
-    struct node nodes[MAX_NODES];    /* the seeds first */
+    struct node *nodes[MAX_NODES];   /* the seeds first; each allocated when met */
     int nnodes;
     int16_t owner[REDIS_SLOTS];      /* the node serving each slot, -1 unknown */
     int answered;                    /* the node that answered the last map read */
@@ -77,12 +79,15 @@ static void on_routed(void *data, const redisReply *reply, const char *lost,
 static int node_at(struct redis_cluster *c, const char *host, size_t hostlen, int port)
 {
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].settings.port == port && strlen(c->nodes[i].settings.host) == hostlen &&
-            memcmp(c->nodes[i].settings.host, host, hostlen) == 0)
+        if (c->nodes[i]->settings.port == port && strlen(c->nodes[i]->settings.host) == hostlen &&
+            memcmp(c->nodes[i]->settings.host, host, hostlen) == 0)
             return i;
-    if (c->nnodes == MAX_NODES || hostlen >= sizeof c->nodes[0].settings.host)
+    if (c->nnodes == MAX_NODES || hostlen >= sizeof c->nodes[0]->settings.host)
         return -1;
-    struct node *n = &c->nodes[c->nnodes];
+    struct node *n = calloc(1, sizeof *n);
+    if (!n)
+        return -1;
+    c->nodes[c->nnodes] = n;
     n->settings = c->settings;
     memcpy(n->settings.host, host, hostlen);
     n->settings.host[hostlen] = '\0';
@@ -95,7 +100,7 @@ static int node_at(struct redis_cluster *c, const char *host, size_t hostlen, in
 
 static struct redis_conn *node_conn(struct redis_cluster *c, int i)
 {
-    struct node *n = &c->nodes[i];
+    struct node *n = c->nodes[i];
     if (!n->conn && (n->conn = redis_conn_new(c->loop, &n->settings, c->scripts)))
         redis_conn_limit_strings(n->conn, c->max_string, c->max_string_what);
     return n->conn;
@@ -254,7 +259,7 @@ static int redirect_node(struct redis_cluster *c, const redisReply *reply, const
     const char *host = endpoint + 1;
     size_t hostlen = (size_t)(colon - host);
     if (hostlen == 0) {
-        host = c->nodes[from].settings.host;
+        host = c->nodes[from]->settings.host;
         hostlen = strlen(host);
     }
     return node_at(c, host, hostlen, port);
@@ -382,7 +387,7 @@ static int read_map(struct redis_cluster *c, const redisReply *reply, int from)
         const char *host = master->element[0]->str;
         size_t hostlen = master->element[0]->len;
         if (hostlen == 0 || (hostlen == 1 && host[0] == '?')) {  /* "the node you asked" */
-            host = c->nodes[from].settings.host;
+            host = c->nodes[from]->settings.host;
             hostlen = strlen(host);
         }
         int n = node_at(c, host, hostlen, (int)master->element[1]->integer);
@@ -392,13 +397,13 @@ static int read_map(struct redis_cluster *c, const redisReply *reply, int from)
             owner[s] = (int16_t)n;
     }
     for (int i = 0; i < c->nnodes; i++)
-        c->nodes[i].serving = 0;
+        c->nodes[i]->serving = 0;
     for (int s = 0; s < REDIS_SLOTS; s++) {
         if (c->owner[s] != owner[s])
             c->changes++;
         c->owner[s] = owner[s];
         if (owner[s] >= 0)
-            c->nodes[owner[s]].serving = 1;
+            c->nodes[owner[s]]->serving = 1;
     }
     return 0;
 }
@@ -495,7 +500,7 @@ struct redis_cluster *redis_cluster_new(struct ev_loop *loop, const struct redis
         int port = last ? atoi(last + 1) : 0;
         if (!last || last == p || port <= 0 || port > 65535 || node_at(c, p, (size_t)(last - p), port) < 0) {
             snprintf(err, errlen, "REDIS_CLUSTER_NODES: '%.*s' is not host:port", (int)len, p);
-            free(c);
+            redis_cluster_free(c);
             return NULL;
         }
         p += len;
@@ -504,7 +509,7 @@ struct redis_cluster *redis_cluster_new(struct ev_loop *loop, const struct redis
     }
     if (c->nnodes == 0) {
         snprintf(err, errlen, "REDIS_CLUSTER_NODES names no node");
-        free(c);
+        redis_cluster_free(c);
         return NULL;
     }
     return c;
@@ -515,16 +520,16 @@ void redis_cluster_limit_strings(struct redis_cluster *c, long long bytes, const
     c->max_string = bytes;
     snprintf(c->max_string_what, sizeof c->max_string_what, "%s", what);
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].conn)
-            redis_conn_limit_strings(c->nodes[i].conn, bytes, what);
+        if (c->nodes[i]->conn)
+            redis_conn_limit_strings(c->nodes[i]->conn, bytes, what);
 }
 
 unsigned long redis_cluster_connects(const struct redis_cluster *c)
 {
     unsigned long n = c->changes;
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].conn)
-            n += redis_conn_connects(c->nodes[i].conn);
+        if (c->nodes[i]->conn)
+            n += redis_conn_connects(c->nodes[i]->conn);
     return n;
 }
 
@@ -534,9 +539,9 @@ int redis_cluster_up(const struct redis_cluster *c)
         return 0;
     int mapped = 0;
     for (int i = 0; i < c->nnodes; i++)
-        mapped |= c->nodes[i].serving;
+        mapped |= c->nodes[i]->serving;
     for (int i = 0; i < c->nnodes; i++) {
-        const struct node *n = &c->nodes[i];
+        const struct node *n = c->nodes[i];
         if (n->conn && (n->serving || !mapped) && !redis_conn_up(n->conn))
             return 0;
     }
@@ -546,8 +551,8 @@ int redis_cluster_up(const struct redis_cluster *c)
 void redis_cluster_flush(struct redis_cluster *c)
 {
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].conn)
-            redis_conn_flush(c->nodes[i].conn);
+        if (c->nodes[i]->conn)
+            redis_conn_flush(c->nodes[i]->conn);
 }
 
 const char *redis_cluster_describe(const struct redis_cluster *c)
@@ -557,7 +562,7 @@ const char *redis_cluster_describe(const struct redis_cluster *c)
 
 const struct redis_settings *redis_cluster_node_settings(struct redis_cluster *c, int slot)
 {
-    return &c->nodes[node_for(c, slot)].settings;
+    return &c->nodes[node_for(c, slot)]->settings;
 }
 
 void redis_cluster_free(struct redis_cluster *c)
@@ -568,7 +573,9 @@ void redis_cluster_free(struct redis_cluster *c)
     ev_timer_stop(c->loop, &c->refresh_timer);
     ev_timer_stop(c->loop, &c->resend_timer);
     for (int i = 0; i < c->nnodes; i++)
-        redis_conn_free(c->nodes[i].conn);
+        redis_conn_free(c->nodes[i]->conn);
+    for (int i = 0; i < c->nnodes; i++)
+        free(c->nodes[i]);
     struct routed *r;
     while ((r = STAILQ_FIRST(&c->held))) {
         STAILQ_REMOVE_HEAD(&c->held, link);
