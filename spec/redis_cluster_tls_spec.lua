@@ -11,7 +11,16 @@ local luaworker = require "luaworker"
 return { handle = function(job)
     local ms = tonumber(job:payload().sleep or 0)
     if ms > 0 then luaworker.sleep(ms / 1000) end
-    luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
+    local file = job:payload().file
+    if file then
+        -- a file of runs, for the failover specs: Redis may lose the last writes a
+        -- master acknowledged, this record's among them
+        local f = assert(io.open(file, "a"))
+        f:write(job:payload().id, "\n")
+        f:close()
+    else
+        luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
+    end
 end }
 ]]
 
@@ -62,11 +71,16 @@ describe("Redis Cluster over TLS, with an ACL user", function()
     end
 
     it("reaches each master on its TLS port as the ACL user, through a failover, nothing lost", function()
-        local n = 200
-        for i = 1, n do cluster:push(H.payload({ id = "t" .. i, sleep = 10 }), "{default}") end
+        local n, file = 200, H.tmpdir() .. "/ran"
+        local function ran_file()
+            local list = {}
+            for id in (H.read_file(file) or ""):gmatch("[^\n]+") do list[#list + 1] = id end
+            return list
+        end
+        for i = 1, n do cluster:push(H.payload({ id = "t" .. i, sleep = 10, file = file }), "{default}") end
         local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=3", "--concurrency=4",
             "--retry-after=5", "--timeout=4" }, { env = env() })
-        H.wait_until(function() return #ran() >= 40 end, 30, "a part of the jobs")
+        H.wait_until(function() return #ran_file() >= 40 end, 30, "a part of the jobs")
         local counts = connections()
         assert.are.equal(0, counts.plain)
         assert.is_true(counts.tls >= 3, "the queue's, the wait's and the subscription's")
@@ -74,7 +88,7 @@ describe("Redis Cluster over TLS, with an ACL user", function()
         cluster:kill_master_of(H.prefix .. "queues:{default}")
         H.wait_until(function()
             local seen = {}
-            for _, id in ipairs(ran()) do seen[id] = true end
+            for _, id in ipairs(ran_file()) do seen[id] = true end
             for i = 1, n do if not seen["t" .. i] then return false end end
             return true
         end, 60, "every job to run")
