@@ -9,14 +9,16 @@
 --   MONITOR, MULTI, SELECT...: CONNECTION_STATE) or block it (BLPOP, XREAD BLOCK,
 --   WAIT...) raise without being sent.
 --   Keys are sent as given: prepend luaworker.prefix to address the app's keys.
---   luaworker.prefix, luaworker.connection_name, luaworker.json (cjson),
---   luaworker.php, luaworker.null.
+--   luaworker.prefix, luaworker.connection_name, luaworker.json (cjson, whose
+--   encode takes int64 values: base/json.lua), luaworker.php, luaworker.null,
+--   luaworker.dump(value) (a command's value as text: base/dump.lua).
 --   luaworker.http: HTTP requests that wait without holding up the worker.
 --   luaworker.db(name): the app's database connection name, as Laravel's DB facade.
 local events = require "luaworker.base.events"
 local redis = require "luaworker.redis"
 local host = require "luaworker.host"
-local cjson = require "cjson"
+local json = require "luaworker.base.json"
+local dump = require "luaworker.base.dump"
 
 local php = require "luaworker.php"
 local values = require "luaworker.base.values"
@@ -31,7 +33,8 @@ local handlers = require "luaworker.worker.handlers"
 local REDIS_WAIT = 10
 
 local M = {
-    json = cjson,
+    json = json,
+    dump = dump,
     php = php,
     http = require "luaworker.http",
     null = values.null,
