@@ -493,4 +493,23 @@ end }
             .. "recursive", r.stdout)
         assert.matches("\n1\n", r.stdout)
     end)
+
+    it("without DB_CONNECTION, tries Laravel's default of the version (mysql before 11, sqlite from 11), "
+        .. "saying that no --env-file named the app's", function()
+        local script = H.tmpdir() .. "/script.lua"
+        H.write_file(script, [[
+local lw = require "luaworker"
+local ok, err = pcall(function() return lw.db():select("select 1") end)
+io.write(tostring(err))
+]])
+        -- a port nothing listens on, for mysql's default host
+        local r = H.run({ "lua", "--laravel=10", script }, { env = { DB_PORT = tostring(H.free_port()) } })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("SQLSTATE[HY000] [2002]", r.stdout, 1, true)
+        assert.matches("no DB_CONNECTION nor DB_ variable is set, and Laravel's default connection was "
+            .. "tried: give luaworker the app's .env with --env-file", r.stdout, 1, true)
+        r = H.run({ "lua", "--laravel=11", script })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("the sqlite connection needs DB_DATABASE (the database file), or --env-file", r.stdout, 1, true)
+    end)
 end)

@@ -334,7 +334,8 @@ drivers.mysql = {
         if not ok then
             if conn then host.mysql_close(conn) end
             -- PDO's form for a failed connect: SQLSTATE[HY000] [2002] Connection refused
-            fail(string.format("SQLSTATE[%s] [%d] %s", state, errno, trimmed(message)), state, true)
+            fail(string.format("SQLSTATE[%s] [%d] %s%s", state, errno, trimmed(message),
+                M.unconfigured_hint()), state, true)
         end
         return conn
     end,
@@ -439,9 +440,21 @@ function M.driver(name)
     return driver, driver_name, driver.settings()
 end
 
--- The default connection's name: DB_CONNECTION, else mysql (Laravel's default).
+-- The default connection's name: DB_CONNECTION, else Laravel's default (mysql
+-- before 11, sqlite from 11: config/database.php's 'default').
 function M.default_name()
-    return env("DB_CONNECTION", "mysql")
+    return env("DB_CONNECTION", settings.laravel_at_least(11, 0) and "sqlite" or "mysql")
+end
+
+-- Words to add to a connect failure when nothing names the app's database (no
+-- DB_CONNECTION, no DB_HOST, DB_DATABASE or URL): luaworker then ran without the
+-- app's .env, and tried Laravel's defaults. "" otherwise.
+function M.unconfigured_hint()
+    for _, name in ipairs({ "DB_CONNECTION", "DB_HOST", "DB_DATABASE", "DB_SOCKET", "DATABASE_URL", "DB_URL" }) do
+        if env(name) then return "" end
+    end
+    return " (no DB_CONNECTION nor DB_ variable is set, and Laravel's default connection was "
+        .. "tried: give luaworker the app's .env with --env-file)"
 end
 
 return M
