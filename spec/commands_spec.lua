@@ -275,22 +275,40 @@ describe("luaworker failed", function()
         assert.are.equal("No failed jobs!\n", r.stdout)
     end)
 
-    it("prints a table of the records, newest first", function()
+    it("prints a table of the records, newest first, with the first line of each exception", function()
         failed_record("11111111-1111-4111-8111-111111111111", { score = 100, queue = "default",
-            failed_at = "2026-01-01 10:00:00",
+            failed_at = "2026-01-01 10:00:00", exception = "RuntimeException: boom\n#0 {main}",
             payload = cjson.encode(H.payload({ displayName = "App\\Jobs\\Old" })) })
         failed_record("22222222-2222-4222-8222-222222222222", { score = 200, queue = "emails",
-            failed_at = "2026-01-01 11:00:00",
+            failed_at = "2026-01-01 11:00:00", exception = "Exception: " .. string.rep("x", 80),
             payload = cjson.encode(H.payload({ displayName = "App\\Jobs\\NewerJob" })) })
         local r = H.run({ "failed" })
         assert.are.equal(0, r.status)
-        local rule = "+--------------------------------------+------------+---------+-------------------+---------------------+\n"
+        local rule = "+--------------------------------------+------------+---------+-------------------+---------------------+"
+            .. "--------------------------------------------------------------+\n"
         assert.are.equal(rule
-            .. "| ID                                   | Connection | Queue   | Class             | Failed At           |\n"
+            .. "| ID                                   | Connection | Queue   | Class             | Failed At           | "
+            .. "Exception                                                    |\n"
             .. rule
-            .. "| 22222222-2222-4222-8222-222222222222 | redis      | emails  | App\\Jobs\\NewerJob | 2026-01-01 11:00:00 |\n"
-            .. "| 11111111-1111-4111-8111-111111111111 | redis      | default | App\\Jobs\\Old      | 2026-01-01 10:00:00 |\n"
+            .. "| 22222222-2222-4222-8222-222222222222 | redis      | emails  | App\\Jobs\\NewerJob | 2026-01-01 11:00:00 | "
+            .. "Exception: " .. string.rep("x", 46) .. "... |\n"
+            .. "| 11111111-1111-4111-8111-111111111111 | redis      | default | App\\Jobs\\Old      | 2026-01-01 10:00:00 | "
+            .. "RuntimeException: boom                                       |\n"
             .. rule, r.stdout)
+    end)
+
+    it("shows one record whole with its id: the exception's every line, the payload", function()
+        local payload = failed_record("33333333-3333-4333-8333-333333333333", { queue = "emails",
+            failed_at = "2026-01-01 12:00:00", exception = "RuntimeException: boom\n#0 {main}" })
+        local r = H.run({ "failed", "33333333-3333-4333-8333-333333333333" })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal("ID:         33333333-3333-4333-8333-333333333333\n"
+            .. "Connection: redis\nQueue:      emails\nClass:      App\\Jobs\\Spec\n"
+            .. "Failed At:  2026-01-01 12:00:00\nException:\n  RuntimeException: boom\n  #0 {main}\n"
+            .. "Payload:\n  " .. payload .. "\n", r.stdout)
+        r = H.run({ "failed", "no-such-id" })
+        assert.are.equal(1, r.status)
+        assert.are.equal("luaworker: failed: no failed job with id no-such-id\n", r.stderr)
     end)
 
     it("lists a job whose handler raised in the worker", function()
@@ -303,7 +321,8 @@ describe("luaworker failed", function()
         local row = "\n| " .. p.uuid .. " | redis      | default | App\\Jobs\\Spec | "
         local at = r.stdout:find(row, 1, true)
         assert.is_not_nil(at, r.stdout)
-        assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d |\n", r.stdout:sub(at + #row))
+        -- its failed time, then its exception's first line
+        assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d | [^\n]+ |\n", r.stdout:sub(at + #row))
     end)
 end)
 

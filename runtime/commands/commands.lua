@@ -78,19 +78,49 @@ local function store()
     return nil
 end
 
-function M.failed()
+-- The first line of a failed job's exception, at most EXCEPTION_WIDTH characters.
+local EXCEPTION_WIDTH = 60
+
+local function exception_line(exception)
+    local line = (exception or ""):match("^[^\n]*")
+    if #line > EXCEPTION_WIDTH then line = line:sub(1, EXCEPTION_WIDTH - 3) .. "..." end
+    return text(line)
+end
+
+-- failed <id>: one failed job, whole.
+local function show_failed(chosen, id)
+    local r = chosen.find(id)
+    if not r then
+        complain("failed: no failed job with id ", text(id))
+        return 1
+    end
+    say("ID:         ", text(r.id))
+    say("Connection: ", text(r.connection or ""))
+    say("Queue:      ", text(r.queue or ""))
+    say("Class:      ", text(class_of(r.payload or "")))
+    say("Failed At:  ", text(r.failed_at or ""))
+    say("Exception:")
+    -- line by line, each line's control characters escaped
+    for line in ((r.exception or "") .. "\n"):gmatch("([^\n]*)\n") do say("  ", text(line)) end
+    say("Payload:")
+    say("  ", text(r.payload or ""))
+    return 0
+end
+
+function M.failed(cli)
     local chosen = store()
     if not chosen then return 2 end
+    if cli.args[1] then return show_failed(chosen, cli.args[1]) end
     local records = chosen.all()
     if #records == 0 then
         say("No failed jobs!")
         return 0
     end
-    local rows = { { "ID", "Connection", "Queue", "Class", "Failed At" } }
+    local rows = { { "ID", "Connection", "Queue", "Class", "Failed At", "Exception" } }
     for _, r in ipairs(records) do
         -- payload values: their control characters escaped (output.text)
         rows[#rows + 1] = { text(r.id), text(r.connection or ""), text(r.queue or ""),
-            text(class_of(r.payload or "")), text(r.failed_at or "") }
+            text(class_of(r.payload or "")), text(r.failed_at or ""), exception_line(r.exception) }
     end
     local widths = {}
     for _, row in ipairs(rows) do
