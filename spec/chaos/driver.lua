@@ -13,10 +13,11 @@
 --
 -- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
--- restart it; the Laravel 8 app in examples/laravel (or the copy LUAWORKER_SPEC_APP
--- names: spec/run gives each of its shards one) dispatches App\Jobs\Chaos jobs
--- onto it in W waves, and luaworker runs them with spec/chaos/handlers. Chaos events
--- fall between the waves and into the drain that follows the last one.
+-- restart it (spec/chaos/server.lua); the Laravel 8 app in examples/laravel (or the
+-- copy LUAWORKER_SPEC_APP names: spec/run gives each of its shards one) dispatches
+-- App\Jobs\Chaos jobs onto it in W waves, and luaworker runs them with
+-- spec/chaos/handlers. Chaos events fall between the waves and into the drain that
+-- follows the last one.
 --
 -- Progress goes to stderr; stdout gets one JSON line, the summary:
 --   jobs, kills, group_kills, supervisor_restarts, redis_restarts, duplicates,
@@ -41,14 +42,12 @@
 -- the modules beside this file
 package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
 
-local redis = require "redis"
 local cjson = require "cjson"
 local verdict = require "verdict"
 local system = require "system"
 local psignal = require "posix.signal"
 
 local PREFIX = "laravel_database_"
-local QUEUE = PREFIX .. "queues:default"
 
 -- Options ---------------------------------------------------------------------
 
@@ -105,86 +104,16 @@ local app = os.getenv("LUAWORKER_SPEC_APP") or root .. "/examples/laravel"
 local dir = shell("mktemp -d /tmp/luaworker-chaos.XXXXXX"):gsub("%s+$", "")
 assert(dir ~= "", "mktemp failed")
 
--- redis-server of the driver's own --------------------------------------------------
+-- The Redis the soak runs on (spec/chaos/server.lua) -----------------------------------
 
-local port
-local client
+local QUEUE = PREFIX .. "queues:default"
+local CHAOS = PREFIX .. "chaos:"
+local FAILED = PREFIX .. "luaworker:failed_jobs"
+local TRAIL = CHAOS .. "trail"
 
-local function redis_pid()
-    local s = read_file(dir .. "/redis.pid")
-    return s and tonumber(s:match("%d+"))
-end
+local store = require("server").new(dir, opt.transport, TRAIL)
 
--- Starts redis-server on port p; true once it answers PING (its AOF loaded) and is
--- the server we started (a daemonized redis-server that cannot bind exits quietly,
--- and another one may answer on that port).
-local function start_redis(p)
-    os.remove(dir .. "/redis.pid")
-    local transport = ""
-    if opt.transport == "tls" then
-        transport = string.format(" --tls-port %d --tls-cert-file %s/server.crt --tls-key-file %s/server.key "
-            .. "--tls-ca-cert-file %s/ca.crt --tls-auth-clients no", p + 1, quote(dir), quote(dir), quote(dir))
-    elseif opt.transport == "unix" then
-        transport = string.format(" --unixsocket %s/redis.sock --unixsocketperm 700", quote(dir))
-    end
-    local ok = os.execute(string.format("redis-server --port %d --bind 127.0.0.1 --dir %s "
-        .. "--save '' --appendonly yes --appendfsync everysec --daemonize yes "
-        .. "--pidfile %s/redis.pid --logfile %s/redis.log%s >/dev/null 2>&1", p, quote(dir),
-        quote(dir), quote(dir), transport))
-    if not ok then return false end
-    return wait_for(function()
-        local pid = redis_pid()
-        if not pid then return false end
-        local info = shell("redis-cli -p " .. p .. " info server 2>/dev/null")
-        if tonumber(info:match("process_id:(%d+)")) ~= pid then return false end
-        return shell("redis-cli -p " .. p .. " ping 2>/dev/null"):match("PONG")
-    end, 20) ~= nil
-end
-
--- A free port for the first start, not drawn from the seed: the chaos plan must not
--- depend on which ports happen to be taken.
-local function free_port(attempt)
-    local p = 20000 + 2 * ((require("posix.unistd").getpid() * 31 + attempt * 7919 + os.time()) % 10000)
-    if pcall(redis.connect, "127.0.0.1", p) or pcall(redis.connect, "127.0.0.1", p + 1) then return nil end
-    return p
-end
-
--- A CA and a certificate it signed for 127.0.0.1, in dir (for --transport=tls).
-local function make_certificates()
-    local script = "set -e; cd " .. quote(dir) .. "; "
-        .. "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj '/CN=chaos CA'; "
-        .. "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj '/CN=localhost'; "
-        .. "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext; "
-        .. "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt "
-        .. "-days 2 -extfile server.ext"
-    assert(os.execute("bash -c " .. quote(script) .. " >/dev/null 2>&1"), "chaos: openssl failed")
-end
-
--- How the workers reach redis-server (--transport), as environment variables.
-local function worker_env()
-    if opt.transport == "tls" then
-        return string.format("REDIS_HOST=127.0.0.1 REDIS_PORT=%d REDIS_SCHEME=tls LUAWORKER_REDIS_CA_FILE=%s",
-            port + 1, quote(dir .. "/ca.crt"))
-    elseif opt.transport == "unix" then
-        return string.format("REDIS_HOST=%s REDIS_PORT=0", quote(dir .. "/redis.sock"))
-    end
-    return "REDIS_HOST=127.0.0.1 REDIS_PORT=" .. port
-end
-
-local function r(cmd, ...)
-    for _ = 1, 2 do
-        if not client then
-            local ok, c = pcall(redis.connect, "127.0.0.1", port)
-            if ok then client = c end
-        end
-        if client then
-            local ok, result = pcall(client[cmd:lower()], client, ...)
-            if ok then return result end
-            client = nil
-        end
-    end
-    error("chaos: redis " .. cmd .. " failed on port " .. tostring(port))
-end
+local function r(cmd, ...) return store:r(cmd, ...) end
 
 local function hash(key)
     local flat, t = r("HGETALL", key), {}
@@ -192,31 +121,24 @@ local function hash(key)
     return t
 end
 
-local function stop_redis(how)
-    local pid = redis_pid()
-    if client then pcall(client.quit, client) end
-    client = nil
-    os.execute("redis-cli -p " .. port .. " shutdown " .. (how or "") .. " >/dev/null 2>&1")
-    return wait_for(function() return not alive(pid) end, 30)
-end
-
 -- The supervisor ----------------------------------------------------------------------
 
 local supervisors = {}  -- each: {pid =, n =, log =}
 local current
 
--- failed jobs in luaworker's Redis store, which the verdict reads
+-- failed jobs in luaworker's Redis store, which the verdict reads; then the store's
+-- variables (store:app_env())
 local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u REDIS_PREFIX "
-    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX QUEUE_FAILED_DRIVER=luaworker-redis "
-    .. "REDIS_HOST=127.0.0.1 REDIS_PORT="
+    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX "
+    .. "QUEUE_FAILED_DRIVER=luaworker-redis "
 
 -- Starts a supervisor in a process group of its own (setsid: its pid is the group's).
 local function start_supervisor()
     local n = #supervisors + 1
     local base = string.format("%s/supervisor-%d", dir, n)
-    local cmd = string.format("%s%d %s setsid %s/luaworker work --processes=%d --concurrency=%d "
+    local cmd = string.format("%s%s %s setsid %s/luaworker work --processes=%d --concurrency=%d "
         .. "--handlers=%s --retry-after=%d --heartbeat=%s --timeout=0 --sleep=0.1 --no-watch --quiet",
-        ENV, port, worker_env(), quote(root), opt.processes, opt.concurrency,
+        ENV, store:app_env(), store:worker_env(), quote(root), opt.processes, opt.concurrency,
         quote(root .. "/spec/chaos/handlers"), opt.retry_after, tostring(opt.heartbeat))
     assert(os.execute(string.format("( %s >%s.out 2>%s.log </dev/null & echo $! >%s.pid; wait $!; "
         .. "echo $? >%s.status.tmp; mv %s.status.tmp %s.status ) >/dev/null 2>&1 &",
@@ -265,8 +187,8 @@ local FAIL_TRIES = 3
 
 local function artisan_dispatch(count, args, kind, expected_runs)
     if count <= 0 then return end
-    local cmd = string.format("%s%d php %s/artisan jobs:dispatch Chaos --count=%d "
-        .. "--args=%s 2>&1 </dev/null", ENV, port, quote(app), count, quote(cjson.encode(args)))
+    local cmd = string.format("%s%s php %s/artisan jobs:dispatch Chaos --count=%d "
+        .. "--args=%s 2>&1 </dev/null", ENV, store:app_env(), quote(app), count, quote(cjson.encode(args)))
     local out = shell(cmd)
     local n = 0
     for id, uuid in out:gmatch("(%w+) ([%x-]+)\n") do
@@ -350,34 +272,12 @@ local function note_recovery(kind, ms)
     end
 end
 
--- Sends RPUSH of mark to the trail and SHUTDOWN in one write: Redis runs them back
--- to back, with no other client's command between, so the mark is the last entry
--- before the restart. Returns once redis-server has exited.
-local function mark_and_shutdown(mark)
-    local pid = redis_pid()
-    if client then pcall(client.quit, client) end
-    client = nil
-    local function bulk(v) return "$" .. #v .. "\r\n" .. v .. "\r\n" end
-    local sock = require("socket").tcp()
-    sock:settimeout(30)
-    assert(sock:connect("127.0.0.1", port))
-    assert(sock:send("*3\r\n" .. bulk("RPUSH") .. bulk(PREFIX .. "chaos:trail") .. bulk(mark)
-        .. "*1\r\n" .. bulk("SHUTDOWN")))
-    sock:receive("*a")
-    sock:close()
-    return wait_for(function() return not alive(pid) end, 30)
-end
-
+-- The Redis restart: see store:restart.
 local function restart_redis()
     local t0 = clock()
-    if not mark_and_shutdown("d " .. (stats.redis_restarts + 1)) then
-        error("chaos: redis-server did not shut down")
-    end
-    sleep(uniform(0.2, 1))
-    if not start_redis(port) then error("chaos: redis-server did not start again") end
+    local what = store:restart(stats.redis_restarts + 1, uniform(0.2, 1))
     stats.redis_restarts = stats.redis_restarts + 1
-    r("RPUSH", PREFIX .. "chaos:trail", "r " .. stats.redis_restarts)
-    log("redis-server restarted (down %.1fs)", clock() - t0)
+    log("%s (%.1fs)", what, clock() - t0)
 end
 
 local function kill_worker()
@@ -467,8 +367,7 @@ end
 local function drained()
     local left = queue_sizes()
     if left.queue + left.delayed + left.reserved > 0 then return false end
-    return r("HLEN", PREFIX .. "chaos:done") + r("ZCARD", PREFIX .. "luaworker:failed_jobs")
-        >= #order
+    return r("HLEN", CHAOS .. "done") + r("ZCARD", FAILED) >= #order
 end
 
 -- Main ---------------------------------------------------------------------------------
@@ -477,15 +376,9 @@ local summary
 
 local function run()
     local t0 = clock()
-    if opt.transport == "tls" then make_certificates() end
-    for attempt = 1, 50 do
-        local p = free_port(attempt)
-        if p and start_redis(p) then port = p break end
-    end
-    if not port then error("chaos: could not start a redis-server") end
-    log("redis-server on port %d, work directory %s, the workers on its %s", port, dir,
-        ({ tcp = "TCP port", tls = "TLS port " .. (port + 1), unix = "unix socket" })[opt.transport])
-    assert(os.execute(ENV .. port .. " " .. quote(app .. "/setup.sh")
+    store:start()
+    log("%s, work directory %s", store:describe(), dir)
+    assert(os.execute(ENV .. store:app_env() .. " " .. quote(app .. "/setup.sh")
         .. " >" .. quote(dir .. "/setup.log") .. " 2>&1"), "chaos: " .. app .. "/setup.sh failed")
 
     start_supervisor()
@@ -511,10 +404,9 @@ local function run()
     if status ~= 0 then problem("supervisor exited with %s on TERM, not 0", tostring(status)) end
 
     -- the verdict on each job
-    local runs, done, early = hash(PREFIX .. "chaos:runs"), hash(PREFIX .. "chaos:done"),
-        hash(PREFIX .. "chaos:early")
+    local runs, done, early = hash(CHAOS .. "runs"), hash(CHAOS .. "done"), hash(CHAOS .. "early")
     local failed = {}
-    for _, id in ipairs(r("ZRANGE", PREFIX .. "luaworker:failed_jobs", 0, -1)) do failed[id] = true end
+    for _, id in ipairs(r("ZRANGE", FAILED, 0, -1)) do failed[id] = true end
     local logs = {}
     for _, sup in ipairs(supervisors) do
         logs[#logs + 1] = { n = sup.n, text = read_file(sup.base .. ".log") or "" }
@@ -522,7 +414,7 @@ local function run()
     local seen, unexpected, shapes, started = verdict.check_logs(logs, killed, problem)
     write_file(dir .. "/log-lines.txt", shapes)
     local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = verdict.read_trail(
-        r("LRANGE", PREFIX .. "chaos:trail", 0, -1), manifest, killed, problem, opt.concurrency)
+        r("LRANGE", TRAIL, 0, -1), manifest, killed, problem, opt.concurrency)
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
     local lost_list, unexplained_duplicates, uncharged = {}, 0, 0
     for _, uuid in ipairs(order) do
@@ -530,7 +422,7 @@ local function run()
         if failed[uuid] then n_failed = n_failed + 1 end
         local failed_at
         if failed[uuid] then
-            local payload = r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "payload")
+            local payload = r("HGET", FAILED .. ":" .. uuid, "payload")
             local ok, decoded = pcall(cjson.decode, payload or "")
             failed_at = ok and type(decoded) == "table" and tonumber(decoded.attempts)
             failed_at = failed_at and failed_at + 1
@@ -551,7 +443,7 @@ local function run()
             if failed[uuid] then
                 unexpected_failed = unexpected_failed + 1
                 if unexpected_failed <= 10 then problem("%s job %s is in the failed store: %s", job.kind, uuid,
-                    tostring(r("HGET", PREFIX .. "luaworker:failed_jobs:" .. uuid, "exception")):sub(1, 300)) end
+                    tostring(r("HGET", FAILED .. ":" .. uuid, "exception")):sub(1, 300)) end
             elseif not done[uuid] then
                 lost = lost + 1; lost_list[#lost_list + 1] = uuid
             end
@@ -570,7 +462,7 @@ local function run()
     end
     if uncharged > 0 then problem("%d attempts charged to jobs that did not run them", uncharged) end
     if unexpected_failed > 0 then problem("%d jobs that should succeed failed", unexpected_failed) end
-    local foreign = r("ZCARD", PREFIX .. "luaworker:failed_jobs") - n_failed
+    local foreign = r("ZCARD", FAILED) - n_failed
     if foreign ~= 0 then problem("%d records in the failed store are not chaos jobs", foreign) end
     if lost > 0 then
         problem("%d jobs lost (neither succeeded nor failed), e.g. %s", lost, lost_list[1])
@@ -629,7 +521,7 @@ if current and current.pid and alive(current.pid) then
         for _, pid in ipairs(pids) do psignal.kill(pid, psignal.SIGKILL) end
     end
 end
-if port and alive(redis_pid()) then stop_redis("nosave") end
+pcall(store.stop, store)
 
 summary = summary or { jobs = #order, problems = problems }
 summary.ok = #problems == 0

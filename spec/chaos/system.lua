@@ -45,8 +45,12 @@ function M.shell(cmd)
     return out
 end
 
+-- Whether process pid runs: a zombie does not (a daemonized redis-server's parent is
+-- init, which may reap it a while after it died).
 function M.alive(pid)
-    return pid and psignal.kill(pid, 0) == 0
+    if not (pid and psignal.kill(pid, 0) == 0) then return false end
+    local stat = M.read_file("/proc/" .. pid .. "/stat")
+    return not (stat and stat:match("^%d+ %b() Z"))
 end
 
 -- Polls fn every 50 ms until it returns a true value (returned) or timeout passes (nil).
