@@ -1,6 +1,8 @@
 -- The short chaos soak (spec/chaos_soak.lua) with the workers reaching Redis over TLS
--- and over its unix socket: kills, group kills, supervisor and Redis restarts through
--- the new transports lose no job and run none again but for a kill or a restart.
+-- and over its unix socket, and on a Redis Cluster whose Redis restarts are failovers
+-- of the queue's master: kills, group kills, supervisor and Redis restarts through
+-- the new transports lose no job and run none again but for a kill, a restart or a
+-- change a failover lost.
 local soak = require "spec.chaos_soak"
 
 describe("the chaos soak (short run) on other transports", function()
@@ -11,4 +13,7 @@ describe("the chaos soak (short run) on other transports", function()
     it("holds with every worker connection on Redis' unix socket", function()
         soak.check(assert, 1, 8, "unix")
     end)
+
+    it("holds on a Redis Cluster (3 masters, 3 replicas) whose queue's master is killed and replaced by its replica",
+        function() soak.check(assert, 1, 8, "cluster") end)
 end)

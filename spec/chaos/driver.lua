@@ -9,7 +9,7 @@
 --   lua5.2 spec/chaos/driver.lua [--jobs=N] [--seed=S] [--processes=P] [--concurrency=C] [--kills=K]
 --       [--group-kills=G] [--supervisor-restarts=S] [--redis-restarts=R] [--waves=W]
 --       [--work-ms=MS] [--retry-after=S] [--heartbeat=S] [--drain-timeout=S] [--keep]
---       [--transport=tcp|tls|unix]
+--       [--transport=tcp|tls|unix|cluster] [--failover-lag=S]
 --
 -- Needs ./luaworker built (from any directory). It starts a redis-server of
 -- its own (appendonly, appendfsync everysec, in its work directory) so that it can
@@ -18,6 +18,19 @@
 -- App\Jobs\Chaos jobs onto it in W waves, and luaworker runs them with
 -- spec/chaos/handlers. Chaos events fall between the waves and into the drain that
 -- follows the last one.
+--
+-- --transport=cluster: a Redis Cluster of its own instead, 3 masters and 3 replicas
+-- (spec/chaos/cluster.lua); the workers, the app and luaworker's failed store reach
+-- it through REDIS_CLUSTER_NODES (all six) and the queue {default}. Each Redis
+-- restart, the one a group kill brings included, is a failover there: the master
+-- of the queue's slot is kill -9'd once a worker holds a job, its replica promoted,
+-- the killed node started again as the new master's replica, caught up. A failover
+-- counts as a Redis restart (redis_restarts) and is judged as one, with what the dead
+-- master took with it (see cluster.lua, and the bound below); the summary adds
+-- failovers (each one's cut, what was lost), lost_starts and failover_changed.
+-- --failover-lag=S: before each kill, the replica is stopped and cut off for S
+-- seconds, so that the failover loses S seconds of acknowledged writes for sure (a
+-- plain kill -9 seldom loses any on one machine); for runs by hand.
 --
 -- Progress goes to stderr; stdout gets one JSON line, the summary:
 --   jobs, kills, group_kills, supervisor_restarts, redis_restarts, duplicates,
@@ -54,12 +67,12 @@ local PREFIX = "laravel_database_"
 local opt = {
     jobs = 3000, seed = 1, processes = 3, concurrency = 1, kills = 4, group_kills = 0, supervisor_restarts = 1,
     redis_restarts = 1, waves = 4, work_ms = 8, retry_after = 6, heartbeat = 1,
-    drain_timeout = 120, keep = false, transport = "tcp",
+    drain_timeout = 120, keep = false, transport = "tcp", failover_lag = 0,
 }
 -- how the workers reach redis-server: its TCP port, its TLS port (a CA the driver
 -- makes with openssl), or its unix socket (the Laravel app and the driver itself
--- use the TCP port)
-local TRANSPORTS = { tcp = true, tls = true, unix = true }
+-- use the TCP port); or a Redis Cluster
+local TRANSPORTS = { tcp = true, tls = true, unix = true, cluster = true }
 
 for _, a in ipairs(arg) do
     local name, value = a:match("^%-%-([%w-]+)=(.*)$")
@@ -73,7 +86,7 @@ for _, a in ipairs(arg) do
         opt[key] = true
     elseif key == "transport" then
         if not TRANSPORTS[value] then
-            io.stderr:write("chaos: --transport=", tostring(value), ": expected tcp, tls or unix\n")
+            io.stderr:write("chaos: --transport=", tostring(value), ": expected tcp, tls, unix or cluster\n")
             os.exit(2)
         end
         opt[key] = value
@@ -104,14 +117,21 @@ local app = os.getenv("LUAWORKER_SPEC_APP") or root .. "/examples/laravel"
 local dir = shell("mktemp -d /tmp/luaworker-chaos.XXXXXX"):gsub("%s+$", "")
 assert(dir ~= "", "mktemp failed")
 
--- The Redis the soak runs on (spec/chaos/server.lua) -----------------------------------
+-- The Redis the soak runs on (spec/chaos/server.lua, spec/chaos/cluster.lua) ------------
 
-local QUEUE = PREFIX .. "queues:default"
-local CHAOS = PREFIX .. "chaos:"
-local FAILED = PREFIX .. "luaworker:failed_jobs"
+-- On a cluster the queue needs a hash tag (below Laravel 13.5), and the handlers keep
+-- their bookkeeping in its slot (see cluster.lua); luaworker's failed store keeps the
+-- queue's failed jobs there too.
+local CLUSTER = opt.transport == "cluster"
+local QUEUE = PREFIX .. "queues:" .. (CLUSTER and "{default}" or "default")
+local CHAOS = PREFIX .. "chaos:" .. (CLUSTER and "{default}:" or "")
+local FAILED = CLUSTER and QUEUE .. ":luaworker:failed_jobs" or PREFIX .. "luaworker:failed_jobs"
 local TRAIL = CHAOS .. "trail"
 
-local store = require("server").new(dir, opt.transport, TRAIL)
+local store = CLUSTER
+    and require("cluster").new(dir, { queue = QUEUE, trail = TRAIL, done = CHAOS .. "done", early = CHAOS .. "early" },
+        opt.failover_lag)
+    or require("server").new(dir, opt.transport, TRAIL)
 
 local function r(cmd, ...) return store:r(cmd, ...) end
 
@@ -129,7 +149,7 @@ local current
 -- failed jobs in luaworker's Redis store, which the verdict reads; then the store's
 -- variables (store:app_env())
 local ENV = "env -u REDIS_URL -u REDIS_PASSWORD -u REDIS_USERNAME -u REDIS_DB -u REDIS_PREFIX "
-    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX "
+    .. "-u REDIS_QUEUE -u APP_NAME -u REDIS_CACHE_DB -u CACHE_PREFIX -u REDIS_CLUSTER_NODES "
     .. "QUEUE_FAILED_DRIVER=luaworker-redis "
 
 -- Starts a supervisor in a process group of its own (setsid: its pid is the group's).
@@ -272,7 +292,7 @@ local function note_recovery(kind, ms)
     end
 end
 
--- The Redis restart: see store:restart.
+-- The Redis restart (a failover on the cluster): see store:restart.
 local function restart_redis()
     local t0 = clock()
     local what = store:restart(stats.redis_restarts + 1, uniform(0.2, 1))
@@ -403,8 +423,14 @@ local function run()
     local status = stop_supervisor()
     if status ~= 0 then problem("supervisor exited with %s on TERM, not 0", tostring(status)) end
 
-    -- the verdict on each job
+    -- the verdict on each job; on a cluster, with what the failovers lost (see
+    -- cluster.lua): the runs and attempts whose records died with a master count, and
+    -- so does a job's success the dead master had acknowledged
     local runs, done, early = hash(CHAOS .. "runs"), hash(CHAOS .. "done"), hash(CHAOS .. "early")
+    local ev = store:evidence(r("LRANGE", TRAIL, 0, -1), problem)
+    for uuid, n in pairs(ev.runs) do runs[uuid] = (runs[uuid] or 0) + n end
+    for uuid in pairs(ev.done) do done[uuid] = done[uuid] or 1 end
+    for uuid in pairs(ev.early) do early[uuid] = early[uuid] or 1 end
     local failed = {}
     for _, id in ipairs(r("ZRANGE", FAILED, 0, -1)) do failed[id] = true end
     local logs = {}
@@ -414,7 +440,19 @@ local function run()
     local seen, unexpected, shapes, started = verdict.check_logs(logs, killed, problem)
     write_file(dir .. "/log-lines.txt", shapes)
     local cut, cut_by_kill, cut_by_restart, cut_unexplained, ran = verdict.read_trail(
-        r("LRANGE", TRAIL, 0, -1), manifest, killed, problem, opt.concurrency)
+        ev.trail, manifest, killed, problem, opt.concurrency)
+    -- on a cluster: the jobs whose change a failover lost while they ran, by uuid
+    -- (how many failovers), and how many in all (see the bound below)
+    local around, lost_changes, changed = verdict.around_failovers(ev.trail, opt.concurrency), {}, 0
+    for n, set in pairs(ev.changed) do
+        for uuid in pairs(set) do
+            if around[n] and around[n][uuid] then
+                lost_changes[uuid] = (lost_changes[uuid] or 0) + 1
+                changed = changed + 1
+                ev.failovers[n].changed_running = (ev.failovers[n].changed_running or 0) + 1
+            end
+        end
+    end
     local lost, duplicates, expected_failed, unexpected_failed, n_failed, n_early = 0, 0, 0, 0, 0, 0
     local lost_list, unexplained_duplicates, uncharged = {}, 0, 0
     for _, uuid in ipairs(order) do
@@ -450,11 +488,14 @@ local function run()
         end
         local extra = (runs[uuid] or 0) - job.expected_runs
         if extra > 0 then duplicates = duplicates + extra end
-        -- a job runs again only after a run of it was cut short
-        if extra > (cut[uuid] or 0) then
-            unexplained_duplicates = unexplained_duplicates + extra - (cut[uuid] or 0)
+        -- a job runs again only after a run of it was cut short, or (on a cluster) a
+        -- failover lost a change of it while it ran
+        local causes = (cut[uuid] or 0) + (lost_changes[uuid] or 0)
+        if extra > causes then
+            unexplained_duplicates = unexplained_duplicates + extra - causes
             if unexplained_duplicates <= 10 then problem("%s job %s ran %d times, %d more than expected, but only %d of its runs were "
-                .. "cut short", job.kind, uuid, runs[uuid], extra, cut[uuid] or 0) end
+                .. "cut short (%d failovers lost a change of it)", job.kind, uuid, runs[uuid], extra, cut[uuid] or 0,
+                lost_changes[uuid] or 0) end
         end
     end
     if unexplained_duplicates > 0 then
@@ -473,11 +514,23 @@ local function run()
         problem("left in Redis: %d queued, %d delayed, %d reserved", left.queue, left.delayed,
             left.reserved)
     end
+    -- On a cluster, a Redis restart is a failover (cluster.lua), and the bound is
+    -- widened there, only there, by the jobs a failover took a change of with it: a
+    -- restart in the tcp form loses nothing (SHUTDOWN writes the AOF), so only the runs
+    -- in flight then may run again; a failover may also lose the last writes the dead
+    -- master acknowledged, and each job whose pop, delete, release, fail or migration
+    -- was among them is back in an earlier state on the promoted replica and may run
+    -- once more (a rerun, never a loss: the checks of lost jobs and of attempts charged
+    -- without a run are not widened; they read, besides the keys, only what the dead
+    -- master had acknowledged, a success or a run's record). Those jobs are counted,
+    -- not assumed: they differ between the dead master's AOF and its replica at the
+    -- cut, and a run of theirs was under way then (verdict.around_failovers).
     local bound = opt.concurrency
-        * (stats.kills + opt.processes * (stats.group_kills + stats.redis_restarts))
+        * (stats.kills + opt.processes * (stats.group_kills + stats.redis_restarts)) + changed
     if duplicates > bound then
         problem("%d duplicate runs, more than the bound %d (concurrency x (kills + processes x "
-            .. "(group kills + redis restarts)))", duplicates, bound)
+            .. "(group kills + redis restarts)) + %d jobs whose change a failover lost)", duplicates, bound,
+            changed)
     end
     if stats.group_kills < opt.group_kills then
         problem("only %d of %d group kills happened", stats.group_kills, opt.group_kills)
@@ -505,6 +558,8 @@ local function run()
         cut_short = { by_kill = cut_by_kill, by_redis_restart = cut_by_restart,
             unexplained = cut_unexplained }, unexplained_duplicates = unexplained_duplicates,
         charged_without_run = uncharged, recovery_ms = recovery,
+        failovers = CLUSTER and ev.failovers or nil, lost_starts = CLUSTER and ev.lost_starts or nil,
+        failover_changed = CLUSTER and changed or nil,
         duration = tonumber(string.format("%.1f", clock() - t0)), problems = problems,
     }
 end

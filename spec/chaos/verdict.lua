@@ -13,6 +13,10 @@
 -- start go back uncharged, and run once. A TERM lets every job in flight finish.
 -- Hence the bound:
 --   duplicates <= concurrency * (kills + processes * (group_kills + redis_restarts)).
+-- On a Redis Cluster (--transport=cluster) a Redis restart is a failover, which may
+-- also lose the dead master's last acknowledged writes: the driver adds the jobs
+-- whose change it lost, measured (spec/chaos/cluster.lua), to the bound and to each
+-- such job's runs that may be repeated.
 -- The trail (chaos:trail, see M.read_trail) checks the same per run: every run cut
 -- short must be one of the last --concurrency runs of a killed process or of a
 -- process's runs before a Redis restart, and no job may run again more often than its
@@ -35,6 +39,11 @@ M.EXPECTED_LINES = {
     "^%[[^%]]+%] worker %d+ ended [%d.]+s after its start, before it was ready; starting it again in %d+s$",
     "^%[[^%]]+%] [^\n]*Redis [^\n]*; retrying, at least every second$",
     "^%[[^%]]+%] connection to Redis at [^ ]+ is back$",
+    -- (on a cluster, named by its seeds: a failover of the queue's master, during
+    -- which the cluster is down until the replica is promoted)
+    "^%[[^%]]+%] connection to Redis at cluster [^ ]+ is back$",
+    "^%[[^%]]+%] CLUSTERDOWN [^\n]*; retrying, at least every second$",
+    "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* CLUSTERDOWN ",
     "^%[[^%]]+%]%[%w+%] while handling the error of App\\Jobs\\Chaos: Redis ",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) raised[;:].* Redis ",
     "^%[[^%]]+%]%[%w+%] error in the attempted hook: [^\n]*Redis ",
@@ -118,6 +127,10 @@ end
 -- short by job uuid; how many were explained by a kill, by a restart, and not at
 -- all; and, by job uuid, the set of the attempts that ran (a start or an end of
 -- theirs is in the trail: a handler whose first Redis call failed has only an end).
+-- On a cluster the driver puts each failover's "d <n>" where the promoted replica's
+-- copy of the trail ended (the cut, spec/chaos/cluster.lua) and after it the entries
+-- the dead master took with it, "S ..." for a start (a run cut short by the failover,
+-- as its record died with the master) and "E ..." for an end (otherwise as "s", "e").
 function M.read_trail(trail, manifest, killed, problem, concurrency)
     concurrency = concurrency or 1
     -- pid -> the trail indexes of its last `concurrency` starts, oldest first
@@ -126,18 +139,19 @@ function M.read_trail(trail, manifest, killed, problem, concurrency)
     for i, entry in ipairs(trail) do
         local kind, uuid, attempt, pid, _, raised =
             entry:match("^(%a) (%S+) ?(%d*) ?(%d*) ?(%a*) ?(%d*)")
-        if kind == "s" then
+        if kind == "s" or kind == "S" then
             local key = uuid .. " " .. attempt .. " " .. pid
             open[key] = open[key] or {}
             table.insert(open[key], i)
             starts[i] = { uuid = uuid, pid = tonumber(pid) }
+            if kind == "S" then before_restart[i] = true end
             local last = last_starts[pid] or {}
             last_starts[pid] = last
             last[#last + 1] = i
             if #last > concurrency then table.remove(last, 1) end
             attempts[uuid] = attempts[uuid] or {}
             attempts[uuid][tonumber(attempt)] = true
-        elseif kind == "e" then
+        elseif kind == "e" or kind == "E" then
             local list = open[uuid .. " " .. attempt .. " " .. pid]
             attempts[uuid] = attempts[uuid] or {}
             attempts[uuid][tonumber(attempt)] = true
@@ -175,6 +189,49 @@ function M.read_trail(trail, manifest, killed, problem, concurrency)
         end
     end
     return cut, by_kill, by_restart, unexplained, attempts
+end
+
+-- The jobs that ran around each failover of a cluster, in the trail as the driver
+-- puts it together (see M.read_trail): n -> the set of the uuids of the runs that may
+-- have lost a change of their job to failover n, each process's last `concurrency`
+-- starts before "d <n>" (in flight at the cut: the delete, release or fail that
+-- ends them may be among the lost writes), the starts of "S" entries after it (begun
+-- in the lost writes: their pop may be too), and each process's first `concurrency`
+-- starts after those (popped from the dead master just before it died, their start
+-- sent after: their pop may be lost). Only these jobs' lost changes can make a job
+-- run again; a job whose pop was lost before a worker started it must not run
+-- there (luaworker checks, after an outage, that the jobs it reserved ahead are
+-- still its own), but it would look the same as the last kind here: the residue
+-- this check cannot tell, at most `concurrency` per process and failover, as a
+-- restart's budget in the tcp form.
+function M.around_failovers(trail, concurrency)
+    concurrency = concurrency or 1
+    local around, last_starts, after, current = {}, {}, {}, nil
+    for _, entry in ipairs(trail) do
+        local kind, rest = entry:match("^(%a) (.*)$")
+        if kind == "d" then
+            current = tonumber(rest)
+            around[current], after[current] = {}, {}
+            for pid, last in pairs(last_starts) do
+                for _, uuid in ipairs(last) do around[current][uuid] = true end
+                after[current][pid] = concurrency
+            end
+        elseif kind == "S" then
+            around[current][rest:match("^%S+")] = true
+        elseif kind == "s" then
+            local uuid, pid = rest:match("^(%S+) %d+ (%d+)")
+            for n, left in pairs(after) do
+                if (left[pid] or 0) > 0 then
+                    around[n][uuid], left[pid] = true, left[pid] - 1
+                end
+            end
+            local last = last_starts[pid] or {}
+            last_starts[pid] = last
+            last[#last + 1] = uuid
+            if #last > concurrency then table.remove(last, 1) end
+        end
+    end
+    return around
 end
 
 -- How many attempts of a job were charged without running: those below the last it

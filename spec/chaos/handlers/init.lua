@@ -5,11 +5,12 @@
 -- away under it.
 local luaworker = require "luaworker"
 local pid = require "pid"
+local keys = require "keys"
 
 luaworker.attempted(function(event)
     local job = event.job
     local outcome = job:has_failed() and "failed" or job:is_released() and "released"
         or job:is_deleted() and "deleted" or "none"
-    luaworker.redis("RPUSH", luaworker.prefix .. "chaos:trail", string.format("e %s %d %s %s %d",
+    luaworker.redis("RPUSH", keys(job) .. "trail", string.format("e %s %d %s %s %d",
         job:uuid(), job:attempts(), pid, outcome, event.exception_occurred and 1 or 0))
 end)
