@@ -20,11 +20,13 @@ end
 -- The driver's verdict on a soak of 3,000 jobs by 3 processes, each running up to
 -- concurrency jobs at once, each job waiting work_ms, the workers reaching Redis by
 -- transport (tcp by default, tls or unix; or cluster: a Redis Cluster whose Redis
--- restarts are failovers); assert: the spec's (busted's).
-function M.check(assert, concurrency, work_ms, transport)
+-- restarts are failovers, each losing the last failover_lag seconds of writes its
+-- master acknowledged); assert: the spec's (busted's).
+function M.check(assert, concurrency, work_ms, transport, failover_lag)
     local s, log = soak({ "--jobs=3000", "--seed=7", "--processes=3", "--concurrency=" .. concurrency,
         "--kills=4", "--group-kills=1", "--supervisor-restarts=1", "--redis-restarts=1", "--waves=4",
-        "--work-ms=" .. work_ms, "--drain-timeout=60", "--transport=" .. (transport or "tcp") })
+        "--work-ms=" .. work_ms, "--drain-timeout=60", "--transport=" .. (transport or "tcp"),
+        "--failover-lag=" .. (failover_lag or 0) })
     -- the driver's own checks, each named in problems
     assert.are.same({}, s.problems or {}, log)
     assert.is_true(s.ok, log)
