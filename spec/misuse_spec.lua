@@ -199,4 +199,16 @@ lw.failing(function() lw.redis("INCR", "spec:failing") end)
         assert.are.equal(0, r.status, r.stderr)
         assert.matches("luaworker.sleep(seconds): expected a number >= 0", failed_exception(p), 1, true)
     end)
+
+    it("refuses to start, status 2, when a handler file does not compile, naming it and its error", function()
+        H.push(job("App\\Jobs\\Good"))
+        local r = work({ ["App/Jobs/Good.lua"] = DONE, ["App/Jobs/Broken.lua"] = "return { handle = function( end }",
+            ["lib/ok.lua"] = "return 1" })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("cannot start: handlers that do not compile: [^\n]*/App/Jobs/Broken%.lua:1: "
+            .. "<name> or '...' expected near 'end'", r.stderr)
+        -- nothing was taken
+        assert.are.same({}, H.r("LRANGE", "spec:ran", 0, -1))
+        assert.are.equal(0, reserved_count())
+    end)
 end)

@@ -276,6 +276,12 @@ function M.run(cli, cfg)
         and refuses_start("--handlers=" .. options.handlers .. ": no such directory") then
         return 2
     end
+    -- a handler that does not compile is bad input, found now rather than by its jobs
+    local uncompilable = handlers.uncompilable()
+    if #uncompilable > 0 and refuses_start("handlers that do not compile: "
+        .. table.concat(uncompilable, "; ")) then
+        return 2
+    end
     -- the database pools' size; the failed-job store's settings (its driver's name
     -- was checked by main.c), and whether it can record a failed job: not for a
     -- lasting reason is bad input
