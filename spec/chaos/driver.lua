@@ -446,9 +446,10 @@ local function run()
     local around, lost_changes, changed = verdict.around_failovers(ev.trail, opt.concurrency), {}, 0
     for n, set in pairs(ev.changed) do
         for uuid in pairs(set) do
-            if around[n] and around[n][uuid] then
-                lost_changes[uuid] = (lost_changes[uuid] or 0) + 1
-                changed = changed + 1
+            local runs_around = around[n] and around[n][uuid]
+            if runs_around then
+                lost_changes[uuid] = (lost_changes[uuid] or 0) + runs_around
+                changed = changed + runs_around
                 ev.failovers[n].changed_running = (ev.failovers[n].changed_running or 0) + 1
             end
         end
@@ -520,7 +521,8 @@ local function run()
     -- in flight then may run again; a failover may also lose the last writes the dead
     -- master acknowledged, and each job whose pop, delete, release, fail or migration
     -- was among them is back in an earlier state on the promoted replica and may run
-    -- once more (a rerun, never a loss: the checks of lost jobs and of attempts charged
+    -- once more for each of its runs the lost writes held (a rerun, never a loss: the
+    -- checks of lost jobs and of attempts charged
     -- without a run are not widened; they read, besides the keys, only what the dead
     -- master had acknowledged, a success or a run's record). Those jobs are counted,
     -- not assumed: they differ between the dead master's AOF and its replica at the

@@ -192,8 +192,9 @@ function M.read_trail(trail, manifest, killed, problem, concurrency)
 end
 
 -- The jobs that ran around each failover of a cluster, in the trail as the driver
--- puts it together (see M.read_trail): n -> the set of the uuids of the runs that may
--- have lost a change of their job to failover n, each process's last `concurrency`
+-- puts it together (see M.read_trail): n -> uuid -> how many runs of that job may
+-- have lost a change of it to failover n (each may be run again: a failover that
+-- lost two runs of a job, their charges and outcomes, takes it back before both), each process's last `concurrency`
 -- starts before "d <n>" (in flight at the cut: the delete, release or fail that
 -- ends them may be among the lost writes), the starts of "S" entries after it (begun
 -- in the lost writes: their pop may be too), and each process's first `concurrency`
@@ -213,16 +214,18 @@ function M.around_failovers(trail, concurrency)
             current = tonumber(rest)
             around[current], after[current] = {}, {}
             for pid, last in pairs(last_starts) do
-                for _, uuid in ipairs(last) do around[current][uuid] = true end
+                for _, uuid in ipairs(last) do around[current][uuid] = 1 end
                 after[current][pid] = concurrency
             end
         elseif kind == "S" then
-            around[current][rest:match("^%S+")] = true
+            -- each run the lost writes held: its charge and its outcome went with them
+            local uuid = rest:match("^%S+")
+            around[current][uuid] = (around[current][uuid] or 0) + 1
         elseif kind == "s" then
             local uuid, pid = rest:match("^(%S+) %d+ (%d+)")
             for n, left in pairs(after) do
                 if (left[pid] or 0) > 0 then
-                    around[n][uuid], left[pid] = true, left[pid] - 1
+                    around[n][uuid], left[pid] = around[n][uuid] or 1, left[pid] - 1
                 end
             end
             local last = last_starts[pid] or {}
