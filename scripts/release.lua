@@ -4,8 +4,9 @@ KEYS[2]  queues:Q:reserved
 ARGV[1]  the reserved copy, byte for byte as the pop script stored it
 ARGV[2]  available-at = now + delay (integer Unix seconds)
 ARGV[3]  optional: 'reserved' to add the job to KEYS[1] only when it was still in
-         KEYS[2] (a release made again after a lost connection: the first may have
-         run, and the job since been migrated and popped)
+         KEYS[2] (luaworker always gives it: a job whose reservation expired and
+         was taken again, whose pop a failover lost, or whose first release ran
+         before a lost connection, is not added a second time)
 Returns  1
 Without ARGV[3], same keys, arguments and effects as Laravel's release script: the
 ZADD happens whether or not the ZREM removed anything. ]]

@@ -148,6 +148,19 @@ function M.contract(server, it, before_each, assert)
         assert.are.equal(0, count())
     end)
 
+    it("does not release a job whose reservation another worker took meanwhile: it would run twice", function()
+        local id = push("slow-release")
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty" },
+            { env = env() })
+        H.wait_until(function() return count("reserved_at is not null") == 1 end, 10, "the job to start")
+        -- its reservation expired and another worker took it: a new reserved_at
+        server.sql("update jobs set reserved_at = reserved_at + 1")
+        assert.are.equal(0, w:wait(20), w:stderr())
+        -- the row is the other worker's, reserved, as it was: no second copy
+        assert.are.equal(1, count())
+        assert.are.equal(id, server.sql("select id from jobs where reserved_at is not null"):match("%d+"))
+    end)
+
     it("records a failed job with the row's payload and deletes the row", function()
         local id = push("fail", "--tries=1")
         local payload = server.sql("select payload from jobs where id = " .. id)

@@ -191,6 +191,9 @@ return {
             while os.clock() < stop do end
         elseif command.action == "pause" then
             pause(job)
+        elseif command.action == "slow-fail" then
+            luaworker.sleep(tonumber(luaworker.redis("GET", "spec:slow")) or 1)
+            error("failing on purpose")
         end
     end,
 }
@@ -378,5 +381,22 @@ describe("luaworker work's jobs reserved ahead", function()
         assert.are.equal(0, w:wait(10))
         assert.are.equal(20, H.r("LLEN", list))
         assert.are.same({ 0, 0 }, { H.r("ZCARD", reserved), #H.r("KEYS", H.prefix .. "queues:default:luaworker*") })
+    end)
+end)
+
+describe("luaworker work's release of a job it no longer holds", function()
+    before_each(function() H.flush() end)
+
+    it("adds no second copy of the job: its reservation expired and was taken meanwhile", function()
+        H.push(spec_job("slow-fail", "rel"))
+        local w = H.spawn({ "work", "--handlers=" .. H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER }),
+            "--sleep=0.05", "--tries=3", "--backoff=60", "--stop-when-empty" })
+        local _, delayed, reserved = H.keys()
+        H.wait_until(function() return H.r("ZCARD", reserved) == 1 end, 10, "the job to start")
+        -- another worker's migrate took the expired reservation, and its run ended
+        H.r("DEL", reserved)
+        assert.are.equal(0, w:wait(20), w:stderr())
+        -- Laravel's release script would add it to the delayed set all the same
+        assert.are.equal(0, H.r("ZCARD", delayed))
     end)
 end)

@@ -319,13 +319,16 @@ end
 
 -- Laravel's deleteAndRelease: in one transaction the job's row goes and the job comes
 -- back as a new row (a new id) with its attempts so far, available after delay
--- seconds. Returns the new row's id. again: a call before may have committed (its
--- reply was lost with the connection): the row comes back only if it was still
--- there to delete, so that a job is never released twice.
-function Queue:release(q, record, delay, again)
+-- seconds. Returns the new row's id, or nil when the row was no longer this
+-- worker's to release: gone (a call before committed, its reply lost with the
+-- connection; or the job was deleted) or reserved again since (its reservation
+-- expired and another worker took it). Laravel deletes the row by its id whatever
+-- its reservation, and the job would then run twice.
+function Queue:release(q, record, delay)
     return self.db:transaction(function(d)
-        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ?", { record.id })
-        if again and deleted == 0 then return nil end
+        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and reserved_at = ?",
+            { record.id, record.reserved_at })
+        if deleted == 0 then return nil end
         return insert(self, q, record.payload, host.now() + (delay or 0), record.attempts)
     end)
 end

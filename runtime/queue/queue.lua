@@ -319,15 +319,13 @@ function M.delete_reserved(q, reserved_copy)
     redis.send("queue", "ZREM", reserved, reserved_copy)
 end
 
--- Laravel's release: the job back on the delayed set, due at available_at. When the
--- connection is lost under the call, it is made again only if the job is still
--- reserved (scripts/release.lua's ARGV[3]): the first call may have run.
+-- Laravel's release: the job back on the delayed set, due at available_at, but only
+-- while this worker still holds it (scripts/release.lua's ARGV[3]): its reserved copy
+-- is still in the reserved set. Laravel's script adds it whatever; a job whose
+-- reservation expired and was taken again, or whose pop a failover lost, would then
+-- be in the queue twice. Made again, after a lost connection, the same way.
 function M.release(q, reserved_copy, available_at)
     local _, delayed, reserved = M.keys(q)
-    local ok, err = pcall(redis.script_once, "queue", "release", { delayed, reserved },
-        { reserved_copy, available_at })
-    if ok then return end
-    if not (redis.is_error(err) and err.kind == "connection") then error(err, 0) end
     redis.script("queue", "release", { delayed, reserved }, { reserved_copy, available_at, "reserved" })
 end
 

@@ -173,8 +173,8 @@ local function settle_deletes()
 end
 
 function M.release(job, delay)
-    waited_out(function(first)
-        jobs_table:release(job:queue(), job:reserved_body(), delay, not first)
+    waited_out(function()
+        jobs_table:release(job:queue(), job:reserved_body(), delay)
     end)
 end
 function M.start() return true end
