@@ -14,6 +14,8 @@ describe("the chaos soak (short run) on other transports", function()
         soak.check(assert, 1, 8, "unix")
     end)
 
+    -- the replica is cut off half a second before each kill: the failover loses writes
+    -- the master acknowledged, as an asynchronous replica's may
     it("holds on a Redis Cluster (3 masters, 3 replicas) whose queue's master is killed and replaced by its replica",
-        function() soak.check(assert, 1, 8, "cluster") end)
+        function() soak.check(assert, 1, 8, "cluster", 0.5) end)
 end)
