@@ -124,11 +124,12 @@ static int l_host_wait_notify(lua_State *L)
     argvlen[0] = 5;
     redis_binding_args(L, 3, argv + 1, argvlen + 1);
     struct redis_client *c = redis_binding_conn(REDIS_BINDING_BLOCK);
-    if (argvlen[1] >= sizeof iw.key)
-        return luaL_argerror(L, 3, "key too long");
-    memcpy(iw.key, argv[1], argvlen[1]);
-    iw.keylen = argvlen[1];
+    /* (only a cluster routes by it: one server takes any length) */
+    iw.keylen = argvlen[1] < sizeof iw.key ? argvlen[1] : 0;
+    memcpy(iw.key, argv[1], iw.keylen);
     if (redis_client_is_cluster(c)) {
+        if (iw.keylen == 0)
+            return luaL_argerror(L, 3, "key too long for a cluster's wait");
         /* one slot's keys (CROSSSLOT otherwise), the first key's */
         int slot = key_slot(argv[1], argvlen[1]), kept = 1;
         for (int i = 2; i <= nkeys; i++) {
