@@ -161,6 +161,20 @@ function M.contract(server, it, before_each, assert)
         assert.are.equal(id, server.sql("select id from jobs where reserved_at is not null"):match("%d+"))
     end)
 
+    it("shows its rows with peek, waiting then delayed, with their ids, attempts and times, taking none", function()
+        local first = push(1)
+        local later = push(2, "--delay=600")
+        local r = H.run({ "peek", "database" }, { env = env() })
+        assert.are.equal(0, r.status, r.stderr)
+        local created = tonumber(server.sql("select created_at from jobs where id = " .. first):match("%d+"))
+        local due = tonumber(server.sql("select available_at from jobs where id = " .. later):match("%d+"))
+        assert.matches("^pending  " .. first .. "  App\\Jobs\\Simple  attempts 0  pushed "
+            .. os.date("%Y-%m-%d %H:%M:%S", created):gsub("%-", "%%-") .. "\nApp\\Jobs\\Simple {\n    n = 1,", r.stdout)
+        assert.matches("\n\ndelayed  " .. later .. "  App\\Jobs\\Simple  attempts 0  pushed [%d: -]+  due "
+            .. os.date("%Y-%m-%d %H:%M:%S", due):gsub("%-", "%%-") .. "\n", r.stdout)
+        assert.are.equal(2, count("reserved_at is null"))
+    end)
+
     it("records a failed job with the row's payload and deletes the row", function()
         local id = push("fail", "--tries=1")
         local payload = server.sql("select payload from jobs where id = " .. id)

@@ -1,26 +1,51 @@
 -- luaworker.base.json: luaworker.json, cjson (decode, null and the rest as they are)
--- with an encode that takes any value a command holds: an int64_t or uint64_t
--- cdata (PHP's integers beyond 2^53), as a value or a key, is written as its exact
--- digits, where cjson raises "Cannot serialise cdata". Other values encode as cjson
--- encodes them, and what cjson refuses (a function, a cycle) it still refuses.
+-- with an encode that takes any value a command holds, exactly: an int64_t or
+-- uint64_t cdata (PHP's integers beyond 2^53), as a value or a key, is written as its
+-- digits, where cjson raises "Cannot serialise cdata"; a number cjson's 14 digits
+-- would change (an integer from 10^14 on, 0.1 + 0.2) is written with the fewest
+-- digits that read back the same, as PHP's json_encode writes it. Other values
+-- encode as cjson encodes them, and what cjson refuses (a function, a cycle) it
+-- still refuses.
 local cjson = require "cjson"
 local host = require "luaworker.host"
 
 local M = setmetatable({}, { __index = cjson })
 
-local function digits(v)
-    return (tostring(v):gsub("U?LL$", ""))
-end
-
--- A copy of v with each cdata value replaced by a token (tokens[i] its digits) and
--- each cdata key by its digits; tables met again map to the same copy.
 local function is_integer(v)
     return type(v) == "cdata" and tostring(v):match("^%-?%d+U?LL$") ~= nil
 end
 
+-- The text of number n when cjson's would not read back as n, else nil.
+local function exact_text(n)
+    if n ~= n or n == math.huge or n == -math.huge then return nil end  -- cjson refuses these
+    if tonumber(string.format("%.14g", n)) == n then return nil end
+    if n == math.floor(n) and math.abs(n) < 2 ^ 63 then return string.format("%d", n) end
+    for digits = 15, 17 do
+        local s = string.format("%." .. digits .. "g", n)
+        if tonumber(s) == n then return s end
+    end
+end
+
+-- Whether v holds something cjson would refuse or write inexactly (see above).
+local function needs_care(v, seen)
+    local kind = type(v)
+    if kind == "cdata" then return is_integer(v) end
+    if kind == "number" then return exact_text(v) ~= nil end
+    if kind ~= "table" or seen[v] then return false end
+    seen[v] = true
+    for k, x in pairs(v) do
+        if is_integer(k) or needs_care(x, seen) then return true end
+    end
+    return false
+end
+
+-- A copy of v with each such value replaced by a token (tokens[i] its text) and
+-- each cdata key by its digits; tables met again map to the same copy.
 local function replaced(v, token, tokens, copies)
-    if is_integer(v) then
-        tokens[#tokens + 1] = digits(v)
+    local exact = is_integer(v) and tostring(v):gsub("U?LL$", "")
+        or type(v) == "number" and exact_text(v)
+    if exact then
+        tokens[#tokens + 1] = exact
         return token .. #tokens
     end
     if type(v) ~= "table" then return v end
@@ -28,19 +53,17 @@ local function replaced(v, token, tokens, copies)
     local copy = {}
     copies[v] = copy
     for k, x in pairs(v) do
-        copy[is_integer(k) and digits(k) or k] = replaced(x, token, tokens, copies)
+        copy[is_integer(k) and tostring(k):gsub("U?LL$", "") or k] = replaced(x, token, tokens, copies)
     end
     return copy
 end
 
 function M.encode(v)
-    local ok, text = pcall(cjson.encode, v)
-    if ok then return text end
-    if not tostring(text):find("cdata", 1, true) then error(text, 2) end
-    -- a token no value holds: random, tried against nothing but this call's output
-    local token = "luaworker_int64_" .. host.uuid():gsub("%-", "") .. "_"
+    if not needs_care(v, {}) then return cjson.encode(v) end
+    -- a token no value holds: random, looked for in nothing but this call's output
+    local token = "luaworker_exact_" .. host.uuid():gsub("%-", "") .. "_"
     local tokens = {}
-    text = cjson.encode(replaced(v, token, tokens, {}))
+    local text = cjson.encode(replaced(v, token, tokens, {}))
     return (text:gsub('"' .. token .. '(%d+)"', function(i) return tokens[tonumber(i)] end))
 end
 

@@ -293,6 +293,14 @@ function M.clear(cli, config)
     return 0
 end
 
+-- peek [connection]: the jobs of a queue, taking none (luaworker.commands.peek).
+function M.peek(cli, config)
+    local connection = connection_of(cli, config)
+    local q = queue_name(cli, config, connection)
+    if not usable(q, connection) then return 2 end
+    return require("luaworker.commands.peek")(cli, connection, q)
+end
+
 -- notify install | remove: the database queue's LISTEN/NOTIFY trigger on PostgreSQL
 -- (queue/database_notifications.lua), saying what it added or took away.
 function M.notify(cli)

@@ -76,6 +76,15 @@ static const struct cli_option queue_options[] = {
     END,
 };
 
+static const struct cli_option peek_options[] = {
+    TEXT("queue", NULL, "queue name (default: REDIS_QUEUE or 'default')"),
+    WHOLE("limit", "10", 1, WHOLE_MAX, "jobs", "show at most this many jobs"),
+    TEXT("class", NULL, "only jobs of this class (displayName, else data.commandName)"),
+    FLAG("json", "one JSON object per job"),
+    COMMON_OPTIONS,
+    END,
+};
+
 static const struct cli_option push_options[] = {
     TEXT("queue", NULL, "queue name (default: REDIS_QUEUE or 'default')"),
     WHOLE("delay", "0", 0, WHOLE_MAX, "seconds", "seconds until the job is available (puts it on :delayed)"),
@@ -102,6 +111,9 @@ static const struct cli_command commands[] = {
     {"push", "<displayName|Class@method> [json-data]", 1, 2,
      "push a Laravel-format job (json-data: the job's properties, or a string job's data)", push_options},
     {"size", "[connection]", 0, 1, "print pending, delayed and reserved counts of a queue", queue_options},
+    {"peek", "[connection]", 0, 1,
+     "show a queue's jobs and their commands without taking any: waiting, then delayed, then reserved",
+     peek_options},
     {"clear", "[connection]", 0, 1, "delete all jobs of a queue", queue_options},
     {"notify", "install | remove", 1, 1,
      "on PostgreSQL: add (or take away) the trigger that wakes idle workers of the database queue "

@@ -389,6 +389,32 @@ function Queue:size(q)
     return tonumber(r.total), tonumber(r.pending_jobs), tonumber(r.delayed_jobs), tonumber(r.reserved_jobs)
 end
 
+-- For `luaworker peek`: count rows of q in state ("pending": available now,
+-- "delayed", "reserved") from the offset-th on, in the order peek shows them
+-- (pending by id, delayed by when due, reserved by when reserved), as {id =,
+-- payload =, attempts =, due = available_at or reserved_at, created_at =}, now the
+-- Unix second that tells pending from delayed. Reads only.
+local PEEK_WHERE = {
+    pending = { "reserved_at is null and available_at <= ?", "id" },
+    delayed = { "reserved_at is null and available_at > ?", "available_at, id" },
+    reserved = { "reserved_at is not null", "reserved_at, id" },
+}
+
+function Queue:peek(q, state, offset, count, now)
+    local where, order = PEEK_WHERE[state][1], PEEK_WHERE[state][2]
+    local params = state == "reserved" and { q } or { q, now }
+    local rows = self.db:select(string.format("select id, payload, attempts, reserved_at, available_at, "
+        .. "created_at from %s where queue = ? and %s order by %s limit %d offset %d", self.quoted_table,
+        where, order, count, offset), params)
+    local list = {}
+    for i, row in ipairs(rows) do
+        list[i] = { id = tostring(row.id), payload = row.payload, attempts = tonumber(row.attempts),
+            due = tonumber(state == "reserved" and row.reserved_at or row.available_at),
+            created_at = tonumber(row.created_at) }
+    end
+    return list
+end
+
 -- Laravel's clear: every row of q goes. Returns how many.
 function Queue:clear(q)
     return self.db:delete("delete from " .. self.quoted_table .. " where queue = ?", { q })

@@ -357,6 +357,25 @@ function M.size(q)
     return r[1], r[2], r[3], r[4]
 end
 
+-- For `luaworker peek`: count jobs of q in state ("pending": the list, oldest first;
+-- "delayed" and "reserved": their sets, soonest first) from the offset-th on, as
+-- {payload =, due = the set's score (when due, when the reservation expires)}.
+-- Reads only.
+function M.peek(q, state, offset, count)
+    local list, delayed, reserved = M.keys(q)
+    local jobs = {}
+    if state == "pending" then
+        for i, payload in ipairs(redis.call("queue", "LRANGE", list, offset, offset + count - 1)) do
+            jobs[i] = { payload = payload }
+        end
+        return jobs
+    end
+    local flat = redis.call("queue", "ZRANGE", state == "delayed" and delayed or reserved, offset,
+        offset + count - 1, "WITHSCORES")
+    for i = 1, #flat, 2 do jobs[#jobs + 1] = { payload = flat[i], due = tonumber(flat[i + 1]) } end
+    return jobs
+end
+
 function M.clear(q)
     local list, delayed, reserved, notify = M.keys(q)
     return redis.script("queue", "clear", { list, delayed, reserved, notify }, {})

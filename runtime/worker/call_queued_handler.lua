@@ -47,12 +47,10 @@ local function decrypt_command(text)
     return inner
 end
 
--- The command a handler receives: data.command unserialized for object jobs, with
--- the defaults its handler declares for the properties it lacks (from 9.4 PHP
--- leaves out those at their defaults), data itself for string jobs. Returns value
--- or nil, message.
-function M.command_of(job)
-    local payload = job:payload()
+-- The command of a decoded payload as PHP wrote it: data.command unserialized for
+-- object jobs (decrypted first for a ShouldBeEncrypted one), data itself for string
+-- jobs. Returns value or nil, message. Loads no handler.
+function M.payload_command(payload)
     local data = payload.data
     if handlers.is_string_job(payload) then return data end
     if type(data) ~= "table" or type(data.command) ~= "string" then
@@ -68,6 +66,17 @@ function M.command_of(job)
     if command == nil then
         return nil, "data.command is not valid PHP serialize() output: " .. err
     end
+    return command
+end
+
+-- The command a handler receives: payload_command's, with the defaults its handler
+-- declares for the properties it lacks (from 9.4 PHP leaves out those at their
+-- defaults). Returns value or nil, message.
+function M.command_of(job)
+    local payload = job:payload()
+    local command, err = M.payload_command(payload)
+    if command == nil then return nil, err end
+    if handlers.is_string_job(payload) then return command end
     if php.class(command) then
         command = serialized_job.with_defaults(command, handlers.declaration(handlers.resolve(payload)))
     end

@@ -62,6 +62,12 @@ describe("luaworker.json.encode", function()
             luaworker.json.encode({ 1, -9223372036854775807LL - 1 }))
     end)
 
+    it("writes a number as PHP's json_encode does, where cjson's 14 digits would change it", function()
+        assert.has_error(function() assert(cjson.encode({ 0.1 + 0.2 }) == "[0.30000000000000004]") end)
+        assert.are.equal("[0.30000000000000004,9007199254740950,123456789012345,0.5,1e+300]",
+            luaworker.json.encode({ 0.1 + 0.2, 9007199254740950, 123456789012345, 0.5, 1e300 }))
+    end)
+
     it("is cjson for everything else: decode, null, and what cjson refuses", function()
         assert.are.equal(cjson.null, luaworker.json.null)
         assert.are.same({ a = 1 }, luaworker.json.decode('{"a":1}'))
