@@ -1,6 +1,7 @@
 -- What luaworker says when something is wrong: a status and a message that name the
 -- input and what was expected, and nothing that waits forever or stays silent.
 local H = require "spec.helpers"
+local redis_server = require "spec.redis_server"
 
 local job = H.class_payload
 
@@ -8,7 +9,7 @@ local RECORD = H.RECORD_ID
 
 -- A port nothing listens on.
 local function closed_port()
-    local srv = H.redis_server()
+    local srv = redis_server.start()
     local port = srv.port
     srv:stop()
     return port

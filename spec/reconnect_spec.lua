@@ -2,6 +2,7 @@
 -- and comes back: the queue's own commands wait it out, a handler's luaworker.redis
 -- waits a bounded time, nothing done meanwhile is lost.
 local H = require "spec.helpers"
+local redis_server = require "spec.redis_server"
 local cjson = H.json
 local socket = require "socket"
 
@@ -46,7 +47,7 @@ describe("luaworker work when Redis goes away", function()
     end)
 
     local function server(opts)
-        srv = H.redis_server(opts)
+        srv = redis_server.start(opts)
         env = { REDIS_PORT = tostring(srv.port) }
         return srv
     end

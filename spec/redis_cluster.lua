@@ -230,7 +230,11 @@ function M.start(opts)
         c:stop()
         error("redis-cli --cluster create failed: " .. out)
     end
-    H.wait_until(function() return c:settled() end, 30, "the cluster to be ok")
+    local settled, err = pcall(H.wait_until, function() return c:settled() end, 30, "the cluster to be ok")
+    if not settled then
+        c:stop()  -- the spec's teardown has no cluster to stop
+        error(err, 0)
+    end
     return c
 end
 

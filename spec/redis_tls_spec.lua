@@ -5,6 +5,7 @@
 -- one. Every connection of the worker goes over TLS. A real redis-server with
 -- TLS, and certificates made by openssl for the spec.
 local H = require "spec.helpers"
+local redis_server = require "spec.redis_server"
 
 -- Records each run on the queue's connection (luaworker.redis).
 local HANDLER = [[
@@ -21,8 +22,10 @@ describe("Redis over TLS", function()
         certs = H.tmpdir()
         certificates(certs)
         local tls = { cert = certs .. "/server.crt", key = certs .. "/server.key", ca = certs .. "/ca.crt" }
-        srv = H.redis_server({ tls = tls })
-        mutual = H.redis_server({ tls = { cert = tls.cert, key = tls.key, ca = tls.ca, auth_clients = true } })
+        -- TLS only, as managed services offer it: the spec's own client comes over TLS too
+        srv = redis_server.start({ tls = tls, only = true })
+        mutual = redis_server.start({ only = true, tls = { cert = tls.cert, key = tls.key, ca = tls.ca,
+            auth_clients = true, client_cert = certs .. "/client.crt", client_key = certs .. "/client.key" } })
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
     end)
     teardown(function()

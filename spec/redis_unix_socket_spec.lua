@@ -4,6 +4,7 @@
 -- goes there: its queue connection (and handlers' luaworker.redis), the idle wait's,
 -- the subscription to the delayed sets' changes, the cache store's.
 local H = require "spec.helpers"
+local redis_server = require "spec.redis_server"
 
 -- Records each run on the connection it is given (luaworker.redis).
 local HANDLER = [[
@@ -15,7 +16,7 @@ describe("Redis on a unix socket", function()
     local srv, handlers, workers
 
     setup(function()
-        srv = H.redis_server({ unixsocket = true })
+        srv = redis_server.start({ unixsocket = true, only = true })
         handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER })
     end)
     teardown(function() if srv then srv:stop() end end)
