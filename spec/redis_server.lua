@@ -80,6 +80,13 @@ function Server:connect()
     end, 5, "redis-server to start"))
 end
 
+-- Whether process pid runs: a zombie does not (a daemon's parent, init here, may
+-- reap it late).
+local function running(pid)
+    local stat = H.read_file("/proc/" .. pid .. "/stat")
+    return stat ~= nil and stat:match("^%d+ %b() (%a)") ~= "Z"
+end
+
 -- Stops the server as SHUTDOWN does (TERM: an appendonly one writes its AOF first),
 -- and waits until it is gone.
 function Server:stop()
@@ -89,9 +96,7 @@ function Server:stop()
     if self.conn then pcall(function() self.conn.network.socket:close() end) end
     self.conn = nil
     if pid then os.execute("kill -TERM " .. pid .. " 2>/dev/null") end
-    H.wait_until(function()
-        return not pid or not os.execute("kill -0 " .. pid .. " 2>/dev/null")
-    end, 10, "redis-server to stop")
+    H.wait_until(function() return not pid or not running(pid) end, 10, "redis-server to stop")
 end
 
 local commands = {}
