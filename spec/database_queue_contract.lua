@@ -84,15 +84,17 @@ function M.contract(server, it, before_each, assert)
         assert.is_true(ok, "the row of the job that ended is still there")
     end)
 
-    -- --rest=2 is longer than --retry-after=1: a row left reserved through the rest
-    -- expires and the other process takes it again
+    -- --rest=4 is longer than --retry-after=2: a row left reserved through the rest
+    -- expires and the other process takes it again. (With --retry-after=1, a loaded
+    -- machine took more than a second from the pop to the delete's commit, once in CI:
+    -- the other process took the job again, then, and failed it for its tries.)
     it("deletes a finished job's row before --rest, so that no other process runs it again", function()
         push("quick")
-        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--processes=2", "--rest=2",
-            "--retry-after=1", "--sleep=0.05", "--tries=1" }, { env = env() })
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--processes=2", "--rest=4",
+            "--retry-after=2", "--sleep=0.05", "--tries=1" }, { env = env() })
         H.wait_until(function() return #runs() == 1 end, 15, "the job to run: " .. w:stderr())
         local deleted = pcall(H.wait_until, function() return count() == 0 end, 1)
-        H.sleep(1.5)
+        H.sleep(2.5)
         w:stop()
         assert.is_true(deleted, "the row of the job that ended is still there during the rest")
         assert.are.equal(1, #runs(), w:stderr())
