@@ -1,8 +1,7 @@
 -- luaworker.commands.peek: `luaworker peek [connection] [--queue=Q] [--limit=N]
 -- [--class=NAME] [--json]`, the jobs of a queue without taking or changing any: the
 -- waiting ones oldest first, then the delayed ones by when they are due, then the
--- reserved ones by when their reservation expires (the database queue: when they
--- were reserved), at most --limit in all, of --class only when given (displayName,
+-- reserved ones by when their reservation expires, at most --limit in all, of --class only when given (displayName,
 -- else data.commandName). Each with its state, id, class, attempts, when pushed (a
 -- database row's created_at, a Laravel 12.11+ payload's createdAt), when due, and its
 -- command as Lua sees it (luaworker.dump; with --json one JSON object a job, the

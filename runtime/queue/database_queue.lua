@@ -392,8 +392,9 @@ end
 -- For `luaworker peek`: count rows of q in state ("pending": available now,
 -- "delayed", "reserved") from the offset-th on, in the order peek shows them
 -- (pending by id, delayed by when due, reserved by when reserved), as {id =,
--- payload =, attempts =, due = available_at or reserved_at, created_at =}, now the
--- Unix second that tells pending from delayed. Reads only.
+-- payload =, attempts =, due = available_at, or when the reservation expires
+-- (reserved_at + retry_after), created_at =}, now the Unix second that tells pending
+-- from delayed. Reads only.
 local PEEK_WHERE = {
     pending = { "reserved_at is null and available_at <= ?", "id" },
     delayed = { "reserved_at is null and available_at > ?", "available_at, id" },
@@ -409,7 +410,8 @@ function Queue:peek(q, state, offset, count, now)
     local list = {}
     for i, row in ipairs(rows) do
         list[i] = { id = tostring(row.id), payload = row.payload, attempts = tonumber(row.attempts),
-            due = tonumber(state == "reserved" and row.reserved_at or row.available_at),
+            due = state == "reserved" and tonumber(row.reserved_at) + self.retry_after
+                or tonumber(row.available_at),
             created_at = tonumber(row.created_at) }
     end
     return list
