@@ -175,6 +175,12 @@ function M.contract(server, it, before_each, assert)
         assert.matches("\n\ndelayed  " .. later .. "  App\\Jobs\\Simple  attempts 0  pushed [%d: -]+  due "
             .. os.date("%Y-%m-%d %H:%M:%S", due):gsub("%-", "%%-") .. "\n", r.stdout)
         assert.are.equal(2, count("reserved_at is null"))
+        -- a reserved row last, until its reservation expires (DB_QUEUE_RETRY_AFTER, 90 s)
+        server.sql("update jobs set reserved_at = 1893456000, attempts = 1 where id = " .. first)
+        r = H.run({ "peek", "database" }, { env = env() })
+        assert.matches("\n\nreserved  " .. first .. "  App\\Jobs\\Simple  attempts 1  pushed [%d: -]+  reserved until "
+            .. os.date("%Y-%m-%d %H:%M:%S", 1893456090):gsub("%-", "%%-") .. "\n", r.stdout)
+        assert.is_nil(r.stdout:find("pending", 1, true))
     end)
 
     it("records a failed job with the row's payload and deletes the row", function()
