@@ -60,6 +60,30 @@ describe("luaworker help", function()
     end)
 end)
 
+describe("luaworker lua", function()
+    it("ends with its script, status 0, when a task's timer is due in the turn of the loop the script ends in",
+        function()
+        local file = H.tmpdir() .. "/turn.lua"
+        -- A wakes just after the script; C keeps the loop busy past both, so that both
+        -- wake in one turn of the loop, the script first (an internal error, status 70,
+        -- when A's wake-up resumed the script's ended coroutine)
+        H.write_file(file, [[
+local lw = require "luaworker"
+local task = require "luaworker.loop.task"
+task.spawn(function() end, nil, function() lw.sleep(0.02) end)
+task.spawn(function() end, nil, function()
+    lw.sleep(0.001)
+    local stop = os.clock() + 0.1
+    while os.clock() < stop do end
+    lw.sleep(10)
+end)
+lw.sleep(0.01)
+]])
+        local r = H.run({ "lua", file })
+        assert.are.same({ 0, "" }, { r.status, r.stderr })
+    end)
+end)
+
 describe("luaworker help work", function()
     it("shows queue:work's default for each option that has one", function()
         local r = run({ "help", "work" })

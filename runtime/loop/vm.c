@@ -344,6 +344,13 @@ static void vm_resume_ended(struct vm *h, int status);
 
 void vm_resume(struct vm *h, double ticket, int nargs)
 {
+    /* the main coroutine ended in this turn of the loop (ev_break lets the callbacks
+     * already due run): nobody waits any more, and resuming it would start it again
+     * with the ticket for its function */
+    if (h->finished || h->closing) {
+        lua_pop(h->co, nargs);
+        return;
+    }
     /* the coroutine's stack is empty since it yielded: room for LUA_MINSTACK values */
     lua_pushnumber(h->co, ticket);
     lua_insert(h->co, -nargs - 1);

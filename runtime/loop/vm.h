@@ -143,7 +143,9 @@ int vm_run(struct vm *h, const struct cli *cli);
 
 /* Resumes the main coroutine with ticket and the nargs values pushed on it. Called
  * by the loop's callbacks only, for values that cost no allocation (booleans);
- * others go through vm_resume_with. */
+ * others go through vm_resume_with. Once the main coroutine ended (a callback due
+ * in the same turn of the loop) or the vm closes, drops the values and does
+ * nothing. */
 void vm_resume(struct vm *h, double ticket, int nargs);
 
 /* How a binding hands a wait's result to Lua: push(L, data) pushes the values and
