@@ -9,6 +9,33 @@ Cluster.__index = Cluster
 
 local M = {}
 
+-- The specs' handler: it sleeps the payload's `sleep` ms, then records its run by the
+-- payload's id: in the payload's `file` when it names one (the failover specs: Redis
+-- may lose the last writes a master acknowledged, this record's among them), else
+-- in spec:{default}:ran, in the slot of the queue {default}.
+M.HANDLER = [[
+local luaworker = require "luaworker"
+return { handle = function(job)
+    local ms = tonumber(job:payload().sleep or 0)
+    if ms > 0 then luaworker.sleep(ms / 1000) end
+    local file = job:payload().file
+    if file then
+        local f = assert(io.open(file, "a"))
+        f:write(job:payload().id, "\n")
+        f:close()
+    else
+        luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
+    end
+end }
+]]
+
+-- The ids of the runs HANDLER recorded in file, in order.
+function M.runs_in(file)
+    local ids = {}
+    for id in (H.read_file(file) or ""):gmatch("[^\n]+") do ids[#ids + 1] = id end
+    return ids
+end
+
 local function sh(cmd)
     local f = io.popen(cmd .. " 2>&1")
     local out = f:read("*a")

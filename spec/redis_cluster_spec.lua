@@ -5,25 +5,7 @@
 local H = require "spec.helpers"
 local redis_cluster = require "spec.redis_cluster"
 
--- Records each run where the job's queue lives (a key with the queue's hash tag),
--- after sleeping `sleep` ms when the command says so.
-local HANDLER = [[
-local luaworker = require "luaworker"
-return { handle = function(job, command)
-    local ms = tonumber(job:payload().sleep or 0)
-    if ms > 0 then luaworker.sleep(ms / 1000) end
-    local file = job:payload().file
-    if file then
-        -- a file of runs, for the failover specs: Redis may lose the last writes a
-        -- master acknowledged, this record's among them
-        local f = assert(io.open(file, "a"))
-        f:write(job:payload().id, "\n")
-        f:close()
-    else
-        luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
-    end
-end }
-]]
+local HANDLER = redis_cluster.HANDLER
 
 -- Dispatches App\Jobs\Spec onto queue {b} (another master's slot than {default}'s).
 local DISPATCHER = [[
@@ -237,11 +219,7 @@ describe("Redis Cluster", function()
     it("carries on when the master of its queue is killed and its replica takes over, nothing lost", function()
         clear()
         local n, file = 300, H.tmpdir() .. "/ran"
-        local function ran_file()
-            local list = {}
-            for id in (H.read_file(file) or ""):gmatch("[^\n]+") do list[#list + 1] = id end
-            return list
-        end
+        local function ran_file() return redis_cluster.runs_in(file) end
         for i = 1, n do cluster:push(H.payload({ id = "k" .. i, sleep = 10, file = file }), "{default}") end
         local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=1", "--concurrency=4",
             "--retry-after=5", "--timeout=4" },

@@ -6,23 +6,7 @@ local H = require "spec.helpers"
 local redis_cluster = require "spec.redis_cluster"
 local certificates = require "spec.tls_certificates"
 
-local HANDLER = [[
-local luaworker = require "luaworker"
-return { handle = function(job)
-    local ms = tonumber(job:payload().sleep or 0)
-    if ms > 0 then luaworker.sleep(ms / 1000) end
-    local file = job:payload().file
-    if file then
-        -- a file of runs, for the failover specs: Redis may lose the last writes a
-        -- master acknowledged, this record's among them
-        local f = assert(io.open(file, "a"))
-        f:write(job:payload().id, "\n")
-        f:close()
-    else
-        luaworker.redis("RPUSH", "spec:{default}:ran", job:payload().id)
-    end
-end }
-]]
+local HANDLER = redis_cluster.HANDLER
 
 local USER = { name = "luaworker", password = "s3cret-pass",
     rules = "'~laravel_database_*' '~spec:*' '&*' '+@all'" }
@@ -72,11 +56,7 @@ describe("Redis Cluster over TLS, with an ACL user", function()
 
     it("reaches each master on its TLS port as the ACL user, through a failover, nothing lost", function()
         local n, file = 200, H.tmpdir() .. "/ran"
-        local function ran_file()
-            local list = {}
-            for id in (H.read_file(file) or ""):gmatch("[^\n]+") do list[#list + 1] = id end
-            return list
-        end
+        local function ran_file() return redis_cluster.runs_in(file) end
         for i = 1, n do cluster:push(H.payload({ id = "t" .. i, sleep = 10, file = file }), "{default}") end
         local w = workers.spawn({ "work", "--handlers=" .. handlers, "--sleep=3", "--concurrency=4",
             "--retry-after=5", "--timeout=4" }, { env = env() })

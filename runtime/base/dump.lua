@@ -14,17 +14,7 @@ local function number_text(n)
     if n ~= n then return "nan" end
     if n == math.huge then return "inf" end
     if n == -math.huge then return "-inf" end
-    if n == math.floor(n) and math.abs(n) < 2 ^ 53 then return string.format("%d", n) end
-    for digits = 14, 17 do
-        local s = string.format("%." .. digits .. "g", n)
-        if tonumber(s) == n then return s end
-    end
-    return string.format("%.17g", n)
-end
-
--- An int64_t or uint64_t cdata as its digits, without LuaJIT's LL / ULL.
-local function cdata_text(v)
-    return (tostring(v):gsub("U?LL$", ""))
+    return values.number_text(n, 2 ^ 53)
 end
 
 local function string_text(s)
@@ -41,7 +31,7 @@ local function key_text(k)
     if type(k) == "string" and k:match("^[%a_][%w_]*$") then return k end
     if type(k) == "string" then return "[" .. string_text(k) .. "]" end
     if type(k) == "number" then return "[" .. number_text(k) .. "]" end
-    if type(k) == "cdata" then return "[" .. cdata_text(k) .. "]" end
+    if values.integer_digits(k) then return "[" .. values.integer_digits(k) .. "]" end
     return "[" .. tostring(k) .. "]"
 end
 
@@ -104,8 +94,8 @@ put = function(out, v, depth, open)
         out[#out + 1] = string_text(v)
     elseif kind == "number" then
         out[#out + 1] = number_text(v)
-    elseif kind == "cdata" then
-        out[#out + 1] = cdata_text(v)
+    elseif values.integer_digits(v) then
+        out[#out + 1] = values.integer_digits(v)
     elseif kind == "table" then
         put_table(out, v, depth, open)
     else

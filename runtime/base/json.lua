@@ -8,33 +8,26 @@
 -- still refuses.
 local cjson = require "cjson"
 local host = require "luaworker.host"
+local values = require "luaworker.base.values"
 
 local M = setmetatable({}, { __index = cjson })
-
-local function is_integer(v)
-    return type(v) == "cdata" and tostring(v):match("^%-?%d+U?LL$") ~= nil
-end
 
 -- The text of number n when cjson's would not read back as n, else nil.
 local function exact_text(n)
     if n ~= n or n == math.huge or n == -math.huge then return nil end  -- cjson refuses these
     if tonumber(string.format("%.14g", n)) == n then return nil end
-    if n == math.floor(n) and math.abs(n) < 2 ^ 63 then return string.format("%d", n) end
-    for digits = 15, 17 do
-        local s = string.format("%." .. digits .. "g", n)
-        if tonumber(s) == n then return s end
-    end
+    return values.number_text(n, 2 ^ 63)
 end
 
 -- Whether v holds something cjson would refuse or write inexactly (see above).
 local function needs_care(v, seen)
     local kind = type(v)
-    if kind == "cdata" then return is_integer(v) end
+    if kind == "cdata" then return values.integer_digits(v) ~= nil end
     if kind == "number" then return exact_text(v) ~= nil end
     if kind ~= "table" or seen[v] then return false end
     seen[v] = true
     for k, x in pairs(v) do
-        if is_integer(k) or needs_care(x, seen) then return true end
+        if values.integer_digits(k) or needs_care(x, seen) then return true end
     end
     return false
 end
@@ -42,8 +35,7 @@ end
 -- A copy of v with each such value replaced by a token (tokens[i] its text) and
 -- each cdata key by its digits; tables met again map to the same copy.
 local function replaced(v, token, tokens, copies)
-    local exact = is_integer(v) and tostring(v):gsub("U?LL$", "")
-        or type(v) == "number" and exact_text(v)
+    local exact = values.integer_digits(v) or type(v) == "number" and exact_text(v)
     if exact then
         tokens[#tokens + 1] = exact
         return token .. #tokens
@@ -53,7 +45,7 @@ local function replaced(v, token, tokens, copies)
     local copy = {}
     copies[v] = copy
     for k, x in pairs(v) do
-        copy[is_integer(k) and tostring(k):gsub("U?LL$", "") or k] = replaced(x, token, tokens, copies)
+        copy[values.integer_digits(k) or k] = replaced(x, token, tokens, copies)
     end
     return copy
 end

@@ -1,7 +1,8 @@
 -- luaworker.base.values: the values every layer shares: PHP's and JSON's null (the
 -- same value, cjson.null, which luaworker.php gives too), the error values with a
 -- class (a PHP exception's class and message, shown as "Class: message"), and PHP's
--- reading of payload values (null as nil, truthiness).
+-- reading of payload values (null as nil, truthiness), and the exact text of a
+-- number or an int64.
 local cjson = require "cjson"
 
 local M = {}
@@ -22,6 +23,24 @@ end
 function M.truthy(v)
     if v == null then return false end
     return v ~= nil and v ~= false and v ~= "" and v ~= 0 and v ~= "0"
+end
+
+-- The digits of an int64_t or uint64_t cdata (PHP's integers beyond 2^53), or nil
+-- for any other value.
+function M.integer_digits(v)
+    if type(v) ~= "cdata" then return nil end
+    return tostring(v):match("^(%-?%d+)U?LL$")
+end
+
+-- A finite number with the fewest digits (14 to 17) that read back as it; an
+-- integer below integers (in magnitude) with all its digits and no exponent.
+function M.number_text(n, integers)
+    if n == math.floor(n) and math.abs(n) < integers then return string.format("%d", n) end
+    for digits = 14, 17 do
+        local s = string.format("%." .. digits .. "g", n)
+        if tonumber(s) == n then return s end
+    end
+    return string.format("%.17g", n)
 end
 
 -- An error value with a class, shown as "Class: message" (like a PHP exception).
