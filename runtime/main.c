@@ -29,6 +29,7 @@
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
 #include "worker/heartbeat_binding.h"
+#include "worker/handler_check_binding.h"
 #include "worker/slot_binding.h"
 
 static const char *option_value(const struct cli *cli, const char *name)
@@ -182,6 +183,7 @@ int main(int argc, char **argv)
             mysql_binding_register(&host);
             sqlite_binding_register(&host);
             file_store_binding_register(&host);
+            handler_check_binding_register(&host);
             heartbeat_binding_register(&host);
             status = vm_run(&host, &cli);
         }

@@ -1,10 +1,7 @@
 #include "loop/system.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -132,30 +129,6 @@ static int l_host_file_kind(lua_State *L)
     return 1;
 }
 
-/* host.dir_entries(path) -> the names in directory path but . and .., in the
- * order the directory gives them; or nil, message when it cannot be read. */
-static int l_host_dir_entries(lua_State *L)
-{
-    const char *path = luaL_checkstring(L, 1);
-    DIR *d = opendir(path);
-    if (!d) {
-        lua_pushnil(L);
-        lua_pushfstring(L, "%s: %s", path, strerror(errno));
-        return 2;
-    }
-    lua_newtable(L);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        lua_pushstring(L, e->d_name);
-        lua_rawseti(L, -2, ++n);
-    }
-    closedir(d);
-    return 1;
-}
-
 /* host.terminal() -> stdin_tty, stdout_tty, columns: whether the standard input and
  * output are terminals, and the columns the standard input's terminal has (0 when
  * none), what `stty -a` reports on it. */
@@ -171,7 +144,6 @@ static int l_host_terminal(lua_State *L)
 static const luaL_Reg functions[] = {
     {"terminal", l_host_terminal},
     {"file_kind", l_host_file_kind},
-    {"dir_entries", l_host_dir_entries},
     {"now", l_host_now},
     {"clock", l_host_clock},
     {"microtime", l_host_microtime},

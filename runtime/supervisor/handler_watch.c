@@ -107,28 +107,33 @@ static void append(char *list, size_t size, const char *path)
         snprintf(list + n, size - n, "%s%s", n ? ", " : "", path);
 }
 
-/* Compiles every file of s; writes the first error into err. Returns 0 or -1. */
-static int compile_all(const char *dir, const struct snapshot *s, char *err, size_t errlen)
+/* Compiles every file of s; writes the first error into err (with all, each error,
+ * "; " between them, as far as err holds them). Returns how many do not compile
+ * (-1 when no Lua state could be made: err says so). */
+static int compile_all(const char *dir, const struct snapshot *s, int all, char *err, size_t errlen)
 {
     lua_State *L = luaL_newstate();
     if (!L) {
         snprintf(err, errlen, "cannot create a Lua state to check the handlers");
         return -1;
     }
-    int rc = 0;
-    for (size_t i = 0; i < s->count && rc == 0; i++) {
+    int bad = 0;
+    err[0] = '\0';
+    for (size_t i = 0; i < s->count && (all || bad == 0); i++) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, s->items[i].path) >= (int)sizeof path)
             continue;
         if (luaL_loadfile(L, path) != 0) {
-            snprintf(err, errlen, "%s", lua_tostring(L, -1));
-            rc = -1;
+            size_t n = strlen(err);
+            snprintf(err + n, errlen - n, "%s%s", bad ? "; " : "", lua_tostring(L, -1));
+            bad++;
         }
         lua_settop(L, 0);
     }
     lua_close(L);
-    return rc;
+    return bad;
 }
+
 
 /* Sorts s's items by path; an empty snapshot (no items, NULL) is left alone: qsort
  * must not be handed NULL, even for no items. */
@@ -215,7 +220,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
     w->seen = now;
     if (*changed) {
         char err[1024];
-        int bad = compile_all(w->dir, &w->seen, err, sizeof err);
+        int bad = compile_all(w->dir, &w->seen, 0, err, sizeof err) != 0;
         w->fn(w->data, changed, bad ? err : NULL);
     }
 }
@@ -248,4 +253,14 @@ void handler_watch_stop(struct handler_watch *w)
     snapshot_free(&w->seen);
     snapshot_free(&w->pending);
     free(w);
+}
+
+int handler_watch_check(const char *dir, char *err, size_t errlen)
+{
+    struct snapshot s = {0};
+    scan(dir, "", &s, 0);
+    sort_snapshot(&s);
+    int bad = compile_all(dir, &s, 1, err, errlen);
+    snapshot_free(&s);
+    return bad;
 }

@@ -8,6 +8,8 @@
 #ifndef LUAWORKER_HANDLER_WATCH_H
 #define LUAWORKER_HANDLER_WATCH_H
 
+#include <stddef.h>
+
 struct ev_loop;
 struct handler_watch;
 
@@ -21,5 +23,11 @@ struct handler_watch *handler_watch_start(struct ev_loop *loop, const char *dir,
                                           handler_watch_fn *fn, void *data);
 
 void handler_watch_stop(struct handler_watch *w);
+
+/* Compile-checks every handler file below dir now (the files a watch sees: *.lua,
+ * no name starting with a dot, at most 16 folders deep), running none. Returns how
+ * many do not compile, each one's error in err ("; " between them, as far as err
+ * holds them); -1 when it cannot check (err says why). */
+int handler_watch_check(const char *dir, char *err, size_t errlen);
 
 #endif

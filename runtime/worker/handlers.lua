@@ -34,29 +34,12 @@ function M.dir()
     return dir
 end
 
--- The handler files that do not compile, under the directory and its folders (not
--- those whose name starts with a dot; at most DEPTH deep): a list of messages,
--- empty when every *.lua file compiles. Runs none of them.
-local DEPTH = 16
-
+-- The errors of the handler files that do not compile, "; " between them (the
+-- supervisor's watch's check: host.uncompilable_handlers), or nil when every one
+-- does. Runs none of them.
 function M.uncompilable()
-    local problems = {}
-    local function walk(path, depth)
-        local names = host.dir_entries(path) or {}
-        table.sort(names)
-        for _, name in ipairs(names) do
-            local full = path .. "/" .. name
-            local kind = host.file_kind(full)
-            if kind == "directory" and name:sub(1, 1) ~= "." and depth < DEPTH then
-                walk(full, depth + 1)
-            elseif kind == "file" and name:match("%.lua$") then
-                local chunk, err = handler_env.loadfile(full)
-                if not chunk then problems[#problems + 1] = output.text(err) end
-            end
-        end
-    end
-    walk(dir, 0)
-    return problems
+    local bad, errors = host.uncompilable_handlers(dir)
+    return bad and output.text(errors) or nil
 end
 
 local function path_of(class)

@@ -278,8 +278,7 @@ function M.run(cli, cfg)
     end
     -- a handler that does not compile is bad input, found now rather than by its jobs
     local uncompilable = handlers.uncompilable()
-    if #uncompilable > 0 and refuses_start("handlers that do not compile: "
-        .. table.concat(uncompilable, "; ")) then
+    if uncompilable and refuses_start("handlers that do not compile: " .. uncompilable) then
         return 2
     end
     -- the database pools' size; the failed-job store's settings (its driver's name
