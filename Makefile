@@ -153,9 +153,11 @@ valgrind:
 	spec/valgrind/run
 
 install: luaworker
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/luaworker/scripts \
+	  $(DESTDIR)$(PREFIX)/share/luaworker/types
 	install -m 755 luaworker $(DESTDIR)$(PREFIX)/bin/luaworker
 	install -m 644 scripts/*.lua $(DESTDIR)$(PREFIX)/share/luaworker/scripts
+	install -m 644 types/luaworker.lua $(DESTDIR)$(PREFIX)/share/luaworker/types
 
 # make fuzz: libFuzzer targets for the input that comes from outside
 # (spec/fuzz/README.md), built with clang into $(OBJ)/fuzz/ apart from the

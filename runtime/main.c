@@ -136,7 +136,9 @@ int main(int argc, char **argv)
 
     struct stat st;
     const char *handlers = option_value(&cli, "handlers");
-    if (handlers && (stat(handlers, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    /* make writes its handler into a directory it makes */
+    if (handlers && strcmp(cli.command->name, "make") != 0 &&
+        (stat(handlers, &st) != 0 || !S_ISDIR(st.st_mode))) {
         fprintf(stderr, "luaworker: --handlers=%s: not a directory\n", handlers);
         return 2;
     }
@@ -148,6 +150,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "luaworker: %s\n", err);
         return 2;
     }
+    snprintf(config.scripts_dir, sizeof config.scripts_dir, "%s", dir);
 
     /* A write to a connection Redis has closed must fail, not end the process. */
     signal(SIGPIPE, SIG_IGN);

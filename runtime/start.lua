@@ -34,7 +34,8 @@ local function run_lua(cli)
         return 2
     end
     local ok, result = xpcall(chunk, function(e)
-        return e == nil and e or debug.traceback(tostring(e), 2)
+        if e == nil then return nil end
+        return debug.traceback(tostring(e), 2)
     end, unpack(args))
     if not ok then
         -- error() without a value is how busted exits non-zero on Lua 5.1.
@@ -42,6 +43,27 @@ local function run_lua(cli)
         return 1
     end
     return type(result) == "number" and result or 0
+end
+
+-- The path of program on PATH, or nil.
+local function on_path(program)
+    for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+        if host.file_kind(dir .. "/" .. program) == "file" then return dir .. "/" .. program end
+    end
+    return nil
+end
+
+-- `luaworker test [paths...] [-- busted options]`: busted, run as `luaworker lua`
+-- runs a file; its specs' handlers come from --handlers (luaworker.testing).
+local function run_test(cli)
+    local busted = on_path("busted")
+    if not busted then
+        io.stderr:write("luaworker: test: busted is not installed (on Debian: apt-get install lua-busted)\n")
+        return 2
+    end
+    local args = { busted }
+    for i = 1, #cli.args do args[i + 1] = cli.args[i] end
+    return run_lua({ args = args })
 end
 
 local function run(cli, config)
@@ -56,6 +78,7 @@ local function run(cli, config)
     settings.connection_name = config.connection_name
     settings.cache_prefix = config.prefix .. config.cache_prefix
     if command == "lua" then return run_lua(cli) end
+    if command == "test" then return run_test(cli) end
     if command == "work" then
         forbid_global_writes()
         return require("luaworker.worker").run(cli, config)

@@ -136,7 +136,7 @@ describe("luaworker command line", function()
 
     it("rejects an unknown command, naming every command there is", function()
         rejects({ "bogus" }, "unknown command 'bogus' (expected one of: work, failed, retry, forget, "
-            .. "flush, push, size, peek, clear, notify, restart, lua, help)")
+            .. "flush, push, size, peek, clear, notify, restart, make, run, test, lua, help)")
     end)
 
     it("rejects an unknown long option", function()

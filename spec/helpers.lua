@@ -144,12 +144,15 @@ end
 
 -- Runs luaworker with args (a list) and returns {status, stdout, stderr} (status
 -- 128+n for signal n).
--- opts.env: extra environment (false unsets); opts.timeout: seconds (default 60).
+-- opts.env: extra environment (false unsets); opts.timeout: seconds (default 60);
+-- opts.cwd: the directory it runs in (default the repository's); opts.stdin: a
+-- file for its standard input.
 function H.run(args, opts)
     opts = opts or {}
     local dir = H.tmpdir()
-    local cmd = string.format("cd %s && timeout -s KILL %d %s >%s/out 2>%s/err </dev/null",
-        quote(H.root), opts.timeout or 60, command_line(args, opts.env), dir, dir)
+    local cmd = string.format("cd %s && timeout -s KILL %d %s >%s/out 2>%s/err <%s",
+        quote(opts.cwd or H.root), opts.timeout or 60, command_line(args, opts.env), dir, dir,
+        quote(opts.stdin or "/dev/null"))
     local _, how, status = os.execute(cmd)
     if how == "signal" then status = 128 + status end  -- the shell itself was killed
     return { status = status, stdout = H.read_file(dir .. "/out"), stderr = H.read_file(dir .. "/err") }

@@ -17,7 +17,7 @@ local LAYERS = {
     { "queue" },                   -- Laravel's queue protocol, the failed-job stores
     { "bus", "supervisor" },       -- batches; the supervisor of worker processes
     { "worker" },                  -- the daemon loop and a job's life
-    { "commands" },                -- failed, retry, push, size...
+    { "commands", "testing" },     -- failed, retry, push, size...; the handlers' specs' fakes
     { "." },                       -- the handlers' API, the entry points
 }
 

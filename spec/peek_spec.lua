@@ -58,6 +58,8 @@ describe("luaworker peek", function()
         assert.matches('"n":9007199254740950[,}]', lines[1])
         local first = cjson.decode(lines[1])
         assert.are.same({ "pending", "u50", "App\\Jobs\\Rare", 0 }, { first.state, first.id, first.class, first.attempts })
+        -- the payload as the queue holds it, for `luaworker run -`
+        assert.are.equal("App\\Jobs\\Rare", cjson.decode(first.payload).displayName)
         assert.are.equal("u100", cjson.decode(lines[2]).id)
         local _, shown = peek({ "--limit=3" }):gsub("\npending  ", "")
         assert.are.equal(2, shown)  -- and the first line's

@@ -12,10 +12,15 @@ local M = {
     stopping = false,         -- the worker stops: takes no job, lets those in flight end
 }
 
+-- Values that stand for environment variables of the app's settings in this
+-- process (luaworker.testing's database()), by name.
+M.env_overrides = {}
+
 -- An environment variable of the app's settings (the process's, with --env-file's
 -- .env under it), or default when it is not set or empty (as Laravel's env()).
 function M.env(name, default)
-    local v = os.getenv(name)
+    local v = M.env_overrides[name]
+    if v == nil then v = os.getenv(name) end
     if v == nil or v == "" then return default end
     return v
 end

@@ -298,7 +298,17 @@ function M.peek(cli, config)
     local connection = connection_of(cli, config)
     local q = queue_name(cli, config, connection)
     if not usable(q, connection) then return 2 end
-    return require("luaworker.commands.peek")(cli, connection, q)
+    return require("luaworker.commands.peek").run(cli, connection, q)
+end
+
+-- run PAYLOAD: one job through its handler, touching no queue (luaworker.commands.run).
+function M.run(cli, config)
+    return require("luaworker.commands.run")(cli, config)
+end
+
+-- make CLASS: a handler and its spec (luaworker.commands.make).
+function M.make(cli, config)
+    return require("luaworker.commands.make")(cli, config)
 end
 
 -- notify install | remove: the database queue's LISTEN/NOTIFY trigger on PostgreSQL

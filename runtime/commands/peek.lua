@@ -5,7 +5,7 @@
 -- else data.commandName). Each with its state, id, class, attempts, when pushed (a
 -- database row's created_at, a Laravel 12.11+ payload's createdAt), when due, and its
 -- command as Lua sees it (luaworker.dump; with --json one JSON object a job, the
--- command by luaworker.json). A payload or a command that cannot be read is shown
+-- command by luaworker.json, the payload as the queue holds it, for `luaworker run`). A payload or a command that cannot be read is shown
 -- as such, never raised. On Redis and on the database queue.
 local cjson = require "cjson"
 local queue = require "luaworker.queue"
@@ -58,7 +58,8 @@ end
 
 -- What peek shows of one job.
 local function shown(state, job, decoded, class)
-    local out = { state = state, class = class, payload = decoded == nil and job.payload or nil }
+    local out = { state = state, class = class, payload = decoded == nil and job.payload or nil,
+        raw = job.payload }
     if decoded then
         out.id = job.id or (type(decoded.uuid) == "string" and decoded.uuid) or decoded.id
         out.attempts = job.attempts or tonumber(decoded.attempts)
@@ -93,11 +94,37 @@ local function print_json(job)
     io.stdout:write(json.encode({ state = job.state, id = job.id, class = job.class,
         attempts = job.attempts, pushed_at = time_text(job.pushed),
         [job.state == "reserved" and "reserved_until" or "due_at"] = time_text(job.due),
-        command = job.command, problem = job.problem, payload = job.payload }), "\n")
+        command = job.command, problem = job.problem, payload = job.raw }), "\n")
+end
+
+local M = {}
+
+-- The command of the first job of class on queue q of connection (waiting, then
+-- delayed, then reserved), or nil and why there is none.
+function M.first(connection, q, class)
+    local fetch = source(connection, q, host.now())
+    for _, state in ipairs(STATES) do
+        local offset = 0
+        while true do
+            local jobs = fetch(state, offset)
+            for _, job in ipairs(jobs) do
+                local decoded, its_class = read(job)
+                if decoded and of_class(its_class, class) then
+                    local command, err = call_queued_handler.payload_command(decoded)
+                    if command ~= nil then return command end
+                    return nil, "the command of " .. text(class) .. "'s job on queue " .. text(q)
+                        .. " cannot be read: " .. text(err)
+                end
+            end
+            if #jobs < CHUNK then break end
+            offset = offset + CHUNK
+        end
+    end
+    return nil, "no job of " .. text(class) .. " on queue " .. text(q) .. " (waiting, delayed or reserved)"
 end
 
 -- Runs the command for queue q of connection. Returns the exit status.
-return function(cli, connection, q)
+function M.run(cli, connection, q)
     local o = cli.options
     local limit, class, now = tonumber(o.limit) or 10, o.class, host.now()
     local fetch, n = source(connection, q, now), 0
@@ -122,3 +149,5 @@ return function(cli, connection, q)
     end
     return 0
 end
+
+return M

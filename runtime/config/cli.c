@@ -97,6 +97,32 @@ static const struct cli_option push_options[] = {
     END,
 };
 
+static const struct cli_option run_options[] = {
+    TEXT("handlers", "./handlers", "directory of the Lua handlers"),
+    TEXT("queue", NULL, "the queue the job is taken to be on (default: REDIS_QUEUE or 'default')"),
+    WHOLE("attempts", NULL, 1, WHOLE_MAX, "attempts", "the attempt this run is (default: the payload's attempts + 1)"),
+    WHOLE("tries", "1", 0, WHOLE_MAX, "attempts", "attempts allowed when the payload has no maxTries (0 = unlimited), as work's"),
+    BACKOFF("backoff", "0", "seconds before a job that raised is retried, as work's (may be a list: 1,5,10)"),
+    FLAG("fake-http", "answer the handler's HTTP requests with 200 and an empty body, without sending them"),
+    FLAG("json", "say what the worker would have done as one JSON object"),
+    COMMON_OPTIONS,
+    END,
+};
+
+static const struct cli_option make_options[] = {
+    TEXT("handlers", "./handlers", "directory of the Lua handlers"),
+    TEXT("specs", "./spec", "directory of the handlers' specs (luaworker test)"),
+    TEXT("from-queue", NULL, "list the properties of a waiting job of this class on this queue in the handler"),
+    COMMON_OPTIONS,
+    END,
+};
+
+static const struct cli_option test_options[] = {
+    TEXT("handlers", "./handlers", "directory of the Lua handlers the specs run"),
+    COMMON_OPTIONS,
+    END,
+};
+
 static const struct cli_option common_options[] = {
     COMMON_OPTIONS,
     END,
@@ -119,6 +145,13 @@ static const struct cli_command commands[] = {
      "on PostgreSQL: add (or take away) the trigger that wakes idle workers of the database queue "
      "when a job is pushed", common_options},
     {"restart", "", 0, 0, "tell every worker (luaworker or queue:work) to exit after its current job", common_options},
+    {"make", "<class>", 1, 1,
+     "write a handler for a job class (and its spec), refusing to overwrite", make_options},
+    {"run", "<payload-file | ->", 1, 1,
+     "run one job's payload through its handler as the worker would, touching no queue, and say what "
+     "the worker would have done", run_options},
+    {"test", "[paths...] [-- busted options]", 0, CLI_MAX_ARGS,
+     "run the handlers' busted specs (default: spec/) inside luaworker's runtime", test_options},
     {"lua", "<file> [args...]", 1, CLI_MAX_ARGS, "run a Lua file inside luaworker's runtime (require \"luaworker\" works)", common_options},
     {NULL, NULL, 0, 0, NULL, NULL},
 };

@@ -45,6 +45,8 @@ struct config {
                                    * unset: database-uuids when DB_CONNECTION is set (an
                                    * app's .env sets it), else luaworker-redis */
     struct laravel_version laravel;  /* whose protocol and key conventions apply */
+    char scripts_dir[4096];       /* where the Redis scripts were found (set by main.c); the
+                                   * editor's definition file is in types/ beside it */
 };
 
 /* Where s says Redis is, for messages (never the password): host:port/db,

@@ -461,6 +461,15 @@ function M.table_name(variable, default)
     return name
 end
 
+-- Forgets the db of connection name, closing its idle connections: the next
+-- M.connection(name) reads its settings again (luaworker.testing's database()).
+function M.forget(name)
+    local db = dbs[name]
+    if not db then return end
+    dbs[name] = nil
+    while #db.idle > 0 do discard(db, table.remove(db.idle)) end
+end
+
 -- The db for the app's connection name (default DB_CONNECTION, else mysql, as
 -- Laravel's default).
 function M.connection(name)

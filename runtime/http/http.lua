@@ -123,8 +123,22 @@ local function memory_cap()
     return mb * 1048576, mb
 end
 
+local faked  -- the responder of fake(), or nil
+
+-- Requests go to responder({method=, url=, headers=, body=, timeout=}), which
+-- returns the response ({status=, headers=, body=}) or raises, instead of the
+-- network; nil sends them again.
+function M.fake(responder)
+    faked = responder
+end
+
 function M.request(opts)
     local method = check(opts)
+    if faked then
+        header_lines(opts.headers)
+        return faked({ method = method, url = opts.url, headers = opts.headers or {},
+            body = opts.body, timeout = opts.timeout or M.TIMEOUT })
+    end
     local redirects = opts.redirects
     if redirects == nil then redirects = opts.follow and 5 or 0 end
     local max_size, limit_mb = opts.max_size, nil

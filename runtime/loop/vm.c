@@ -308,7 +308,7 @@ static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 static void push_config(lua_State *L, const struct vm *h)
 {
     const struct config *c = &h->config;
-    lua_createtable(L, 0, 11);
+    lua_createtable(L, 0, 12);
     push_redis_settings(L, &c->queue);
     lua_setfield(L, -2, "queue_redis");
     push_redis_settings(L, &c->cache);
@@ -327,6 +327,8 @@ static void push_config(lua_State *L, const struct vm *h)
     lua_setfield(L, -2, "laravel_version");
     lua_pushinteger(L, c->laravel.minor);
     lua_setfield(L, -2, "laravel_minor");
+    lua_pushstring(L, c->scripts_dir);
+    lua_setfield(L, -2, "scripts_dir");
 }
 
 /* Prints the error the main coroutine ended with, and its traceback. */

@@ -162,7 +162,17 @@ end
 
 -- Pushes payload onto queue q, or onto its :delayed set when delay > 0; on the
 -- database queue, a row available after delay. Returns the row's id there.
+local faked  -- the recorder of fake(), or nil
+
+-- Jobs pushed from now on go to recorder(q, payload_text, delay), which returns
+-- their id, instead of a queue (luaworker.testing, `luaworker run`); nil pushes
+-- them again.
+function M.fake(recorder)
+    faked = recorder
+end
+
 local function enqueue(q, payload, delay)
+    if faked then return faked(q, payload, delay) end
     if on_database() then
         return database_queue.default():push(q, payload, delay)
     end
@@ -179,6 +189,14 @@ end
 -- else every member it has from 9.4 at their defaults left out). Returns the job id
 -- (the payload's; on the database queue the row's).
 function M.push_command(command, q, delay, encrypt, how)
+    local payload, id = M.command_payload(command, delay, encrypt, how)
+    local row = enqueue(q, payload, delay)
+    return id or row
+end
+
+-- The payload text push_command pushes for command, and its payload id (nil on the
+-- database queue).
+function M.command_payload(command, delay, encrypt, how)
     local class = php.class(command)
     local text, err = serialized_job.serialize(command, how or how_of[command] or {})
     if not text then error("cannot serialize the job's properties: " .. err, 0) end
@@ -194,9 +212,8 @@ function M.push_command(command, q, delay, encrypt, how)
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)
         and (',"batchId":' .. json_or_null(value(command.batchId))) or ""
-    local row = enqueue(q, M.payload_text(fields, '{"commandName":' .. encode(class)
-        .. ',"command":' .. encode(text) .. batch_id .. "}"), delay)
-    return fields.id or row
+    return M.payload_text(fields, '{"commandName":' .. encode(class)
+        .. ',"command":' .. encode(text) .. batch_id .. "}"), fields.id
 end
 
 -- Pushes a string job "Class@method" with data (a JSON text). Returns the job id (the

@@ -145,7 +145,8 @@ function M.release_unique_lock(handler, command, job)
         owner = log_context.get(context, "hidden", "laravel_unique_job_lock_owner")
     end
     local owned = settings.laravel_at_least(13, 24) and type(owner) == "string" and owner ~= ""
-    cache.release_unique_lock(key, owned and owner or nil)
+    local store = job.form.cache or cache  -- a fake job's form has its own (worker/fake_job.lua)
+    store.release_unique_lock(key, owned and owner or nil)
 end
 
 -- The ModelNotFoundException Eloquent raises for class and ids (one or a list).
@@ -179,7 +180,7 @@ end
 -- ModelNotFoundException. Neither runs the next job of its chain.
 function M.handle_model_not_found(job, class, ids)
     local exception = M.model_not_found_exception(class, ids)
-    job.models_missing = true
+    job.models_missing = { class = class, ids = ids }
     local handler = handlers.resolve(job:payload())
     local command = M.command_of(job)
     if settings.laravel_at_least(11, 39) and type(command) == "table"
@@ -188,7 +189,9 @@ function M.handle_model_not_found(job, class, ids)
     end
     if deletes_when_missing_models(job, handler, command) then
         local batch_id = settings.laravel_at_least(12, 51) and batch.id_of(command)
-        if batch_id then batch.record_successful_job(batch_id, tostring(job:uuid()), job) end
+        if batch_id then
+            (job.form.batch or batch).record_successful_job(batch_id, tostring(job:uuid()), job)
+        end
         job:delete()
         return
     end
@@ -270,7 +273,9 @@ function M.call(job)
     if not job:has_failed() and not job:is_released() then
         dispatch_next_in_chain(command)
         local batch_id = batch.id_of(command)
-        if batch_id then batch.record_successful_job(batch_id, tostring(job:uuid()), job) end
+        if batch_id then
+            (job.form.batch or batch).record_successful_job(batch_id, tostring(job:uuid()), job)
+        end
     end
     if not job:is_deleted_or_released() then job:delete() end
 end

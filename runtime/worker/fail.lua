@@ -93,10 +93,13 @@ function record(job, err, trace)
     local uuid = payload.uuid
     if type(uuid) ~= "string" or uuid == "" then uuid = host.uuid() end
     local now = host.now()
-    failed_jobs.store().log(job:queue(), job:reserved_body(), {
+    -- a fake job's form has a store of its own (worker/fake_job.lua), which is also
+    -- given the exception's info
+    local store = job.form.failed_store or failed_jobs.store()
+    store.log(job:queue(), job:reserved_body(), {
         uuid = uuid, connection = settings.connection_name, payload = job:raw_body(),
         exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
-    }, job.form.removal)
+    }, job.form.removal, exc)
     job:mark_as_deleted()
 
     local handler = handlers.resolve(payload)
@@ -111,7 +114,7 @@ function record(job, err, trace)
     end
     local batch_id = batch.id_of(command)
     if batch_id then
-        local ok, _, btrace = task.run(batch.record_failed_job, batch_id,
+        local ok, _, btrace = task.run((job.form.batch or batch).record_failed_job, batch_id,
             type(payload.uuid) == "string" and payload.uuid or "", job)
         if not ok then output.error("cannot record the failure in batch " .. batch_id .. ": " .. btrace, job) end
     end

@@ -64,13 +64,15 @@ local function fail_if_will_exceed_max_attempts(job, exc)
 end
 
 -- After an error: count it in the cache store (key job-exceptions:<uuid>, shared
--- with PHP workers) and fail the job when it reaches maxExceptions. The counter's
--- commands are not sent twice: a lost connection leaves the job to retry_after.
+-- with PHP workers; a fake job's form counts its own) and fail the job when it
+-- reaches maxExceptions. The counter's commands are not sent twice: a lost
+-- connection leaves the job to retry_after.
 local function fail_if_will_exceed_max_exceptions(job, exc)
     local uuid, max_exceptions = job:uuid(), tonumber(job:max_exceptions())
     if uuid == nil or max_exceptions == nil then return end
-    if max_exceptions <= cache.count_exception(uuid) then
-        cache.forget_exceptions(uuid)
+    local store = job.form.cache or cache
+    if max_exceptions <= store.count_exception(uuid) then
+        store.forget_exceptions(uuid)
         failing.fail(job, exc.value, exc.text)
     end
 end
@@ -122,21 +124,23 @@ end
 -- timeout). Its start is recorded in Redis first (a job killed from here on is one
 -- that ran: it stays reserved, by Laravel's rules). Once the job's code has
 -- returned or raised, job.settling is set: what is left writes its outcome.
+-- Returns true when the job's code returned, false and the error's
+-- exception_info when it raised; nothing when the job did not start.
 function M.process(job)
     local started = host.clock()
     if not job.form.start(job) then return end
     -- started first: a worker that stops meanwhile (past --memory, say) must not
     -- give back a job whose failure is on its way
     if job.undecodable then
-        failing.fail(job, values.exception("JsonException",
-            "payload cannot be decoded: " .. job.undecodable), "")
-        return
+        local exc = values.exception("JsonException", "payload cannot be decoded: " .. job.undecodable)
+        failing.fail(job, exc, "")
+        return false, failing.exception_info(exc, "")
     end
     local ok, err, trace = task.run(run_job, job, started)
     job.settling = true
+    local exc = not ok and failing.exception_info(err, trace) or nil
     if not ok then
-        local handled, herr, htrace = task.run(handle_job_exception, job,
-            failing.exception_info(err, trace), started)
+        local handled, herr, htrace = task.run(handle_job_exception, job, exc, started)
         if not handled and settings.giving_up() then
             -- a stop ended a wait for the failed-job store (or Redis): the job stays
             -- reserved, its outcome unrecorded
@@ -149,6 +153,7 @@ function M.process(job)
         end
     end
     events.fire_safely("attempted", job, nil, { exception_occurred = not ok })
+    return ok, exc
 end
 
 -- Worker::registerTimeoutHandler's decisions, for a job that ran past its timeout
