@@ -28,6 +28,7 @@
 #include "redis/scripts.h"
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/reload_check.h"
 #include "worker/heartbeat_binding.h"
 #include "worker/handler_check_binding.h"
 #include "worker/slot_binding.h"
@@ -129,9 +130,11 @@ int main(int argc, char **argv)
     setenv("TZ", config.timezone, 1);
     tzset();
 
-    /* set in the workers a supervisor starts */
+    /* set in the workers a supervisor starts; the second in its check of the
+     * handlers before a reload (a worker that checks them and exits) */
     const char *slot_fd = getenv(SLOT_ENV);
-    if (strcmp(cli.command->name, "work") == 0 && !slot_fd)
+    int handler_check = getenv(HANDLER_CHECK_ENV) != NULL;
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !handler_check)
         warn_work_options(&cli);
 
     struct stat st;
@@ -157,7 +160,8 @@ int main(int argc, char **argv)
 
     /* `work` runs under a supervisor (its workers are this binary again); --once
      * runs its one job in this process. */
-    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !option_value(&cli, "once")) {
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !handler_check &&
+        !option_value(&cli, "once")) {
         scripts_free(&scripts);
         return supervisor_run(argv, atoi(option_value(&cli, "processes")),
                               option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"));

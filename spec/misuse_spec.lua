@@ -158,7 +158,7 @@ lw.failing(function() lw.redis("INCR", "spec:failing") end)
         assert.are.equal("2", H.r("GET", "spec:failing"))
     end)
 
-    it("runs a file that failed as a handler once, however many jobs name it", function()
+    it("runs a file that fails as a handler once, at start, and takes none of the jobs naming it", function()
         local jobs = {}
         for i = 1, 3 do
             jobs[i] = job("App\\Jobs\\Broken")
@@ -169,11 +169,11 @@ lw.failing(function() lw.redis("INCR", "spec:failing") end)
                 .. 'error("broken at load")\n',
         }
         local r = work(dir_files)
-        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("Broken.lua raised while loading: [^\n]*Broken.lua:2: broken at load", r.stderr)
         assert.are.equal("1", H.r("GET", "spec:loads"))
-        for _, p in ipairs(jobs) do
-            assert.matches("broken at load", failed_exception(p), 1, true)
-        end
+        assert.are.equal(3, H.r("LLEN", (H.keys())))
+        for _, p in ipairs(jobs) do assert.is_nil(failed_exception(p)) end
     end)
 
     it("does not run a module the handlers required again as a job handler", function()
@@ -210,5 +210,35 @@ lw.failing(function() lw.redis("INCR", "spec:failing") end)
         -- nothing was taken
         assert.are.same({}, H.r("LRANGE", "spec:ran", 0, -1))
         assert.are.equal(0, reserved_count())
+    end)
+
+    it("refuses to start, status 2, when a handler cannot handle jobs, naming each; modules are not held to it", function()
+        H.push(job("App\\Jobs\\Good"))
+        local r = work({ ["App/Jobs/Good.lua"] = DONE, ["App/Jobs/Number.lua"] = "return 5",
+            ["App/Jobs/Raising.lua"] = "local x = nil\nreturn x.y", ["App/Jobs/Empty.lua"] = "return { tries = 3 }",
+            ["App/Jobs/Odd.lua"] = "return { handle = 'x' }", ["lib/ok.lua"] = "return 1", ["init.lua"] = "" })
+        assert.are.equal(2, r.status, r.stderr)
+        for _, why in ipairs({
+            "handler [^\n]*/App/Jobs/Number%.lua must return a table with a handle%(job, command%) function, not a number",
+            "handler [^\n]*/App/Jobs/Raising%.lua raised while loading: [^\n]*/App/Jobs/Raising%.lua:2: attempt to index",
+            "handler [^\n]*/App/Jobs/Empty%.lua must return a table with a handle%(job, command%) function %(or a "
+                .. "string job's method%): it has no function",
+            "handler [^\n]*/App/Jobs/Odd%.lua: handle must be a function, not a string",
+        }) do
+            assert.matches("cannot start: handlers that cannot handle jobs: [^\n]*" .. why, r.stderr)
+        end
+        assert.is_nil(r.stderr:find("lib/ok.lua", 1, true))
+        assert.are.same({}, H.r("LRANGE", "spec:ran", 0, -1))
+        assert.are.equal(0, reserved_count())
+    end)
+
+    it("names a handler file whose name differs only in case or folder when a job's is missing", function()
+        local p = job("App\\Jobs\\SendInvoice")
+        H.push(p)
+        local r = work({ ["App/Jobs/Billing/Sendinvoice.lua"] = DONE, ["App/Jobs/Other.lua"] = DONE })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("no handler for App\\Jobs\\SendInvoice: tried [^\n]*/App/Jobs/SendInvoice%.lua; a file differs "
+            .. "only in case or folder: [^\n]*/App/Jobs/Billing/Sendinvoice%.lua %(a handler's path is its class's, "
+            .. "case included%)", failed_exception(p))
     end)
 end)

@@ -394,6 +394,20 @@ describe("luaworker work's supervisor", function()
         assert.matches("handlers changed %(App/Jobs/Spec.lua%) but one does not compile: "
             .. "[^\n]*Spec.lua:1: [^\n]*; the workers keep the code they run", w:stderr())
         assert.are.equal("v2", run_one())
+
+        -- one that compiles but cannot handle jobs is found by the check a worker's
+        -- start makes, in a process of its own, before any worker reloads
+        local workers = children(w)
+        H.write_file(file, "return 'not a handler'")
+        H.wait_until(function() return w:stderr():match("the check of them failed") end, 5, "the check")
+        assert.matches("handlers that cannot handle jobs: handler [^\n]*Spec.lua must return a table with a "
+            .. "handle%(job, command%) function, not a string\n[^\n]*handlers changed %(App/Jobs/Spec.lua%) but "
+            .. "the check of them failed %(exit status 2; what it found is above%): the workers keep the code "
+            .. "they run", w:stderr())
+        assert.are.same(workers, children(w))
+        assert.are.equal("v2", run_one())
+        H.write_file(file, version("v3"))
+        H.wait_until(function() return run_one() == "v3" end, 10, "the reload after the fix")
     end)
 
     it("does not reload for a handler file caught between its truncation and its write", function()

@@ -120,6 +120,8 @@ return function(cli, config)
     if not job then return complain(cli.args[1], ": ", bad) end
     local inited, init_err = handlers.run_init()
     if not inited then return complain(init_err) end
+    local unusable = handlers.unusable()
+    if unusable then return complain("handlers that cannot handle jobs: ", unusable) end
 
     local dispatched, requests = {}, {}
     dispatch.fake(function(q, payload, delay)

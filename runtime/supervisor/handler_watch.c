@@ -255,6 +255,18 @@ void handler_watch_stop(struct handler_watch *w)
     free(w);
 }
 
+int handler_watch_files(const char *dir, handler_watch_file_fn *fn, void *data)
+{
+    struct snapshot s = {0};
+    scan(dir, "", &s, 0);
+    sort_snapshot(&s);
+    for (size_t i = 0; i < s.count; i++)
+        fn(data, s.items[i].path);
+    size_t n = s.count;
+    snapshot_free(&s);
+    return (int)n;
+}
+
 int handler_watch_check(const char *dir, char *err, size_t errlen)
 {
     struct snapshot s = {0};

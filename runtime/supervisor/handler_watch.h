@@ -30,4 +30,9 @@ void handler_watch_stop(struct handler_watch *w);
  * holds them); -1 when it cannot check (err says why). */
 int handler_watch_check(const char *dir, char *err, size_t errlen);
 
+/* Calls fn with each handler file below dir (the files a watch sees), relative to
+ * dir, sorted; the path is valid during the call only. Returns how many. */
+typedef void handler_watch_file_fn(void *data, const char *path);
+int handler_watch_files(const char *dir, handler_watch_file_fn *fn, void *data);
+
 #endif

@@ -15,6 +15,7 @@
 #include <ev.h>
 
 #include "supervisor/handler_watch.h"
+#include "supervisor/reload_check.h"
 #include "loop/signals.h"
 #include "supervisor/slot.h"
 
@@ -55,6 +56,9 @@ struct supervisor {
     int started;             /* how many it started */
     int paused;              /* USR2 came and CONT has not: new workers start paused */
     struct handler_watch *watch;
+    struct reload_check check;  /* the handlers' check before a reload */
+    char changed[512];          /* the files whose change the check is for */
+    int recheck;                /* they changed again while it ran */
     int stopping;
     int exit_code;
 };
@@ -308,6 +312,7 @@ static void spawn(struct worker *w)
 static void stop_all(struct supervisor *s, int sig)
 {
     s->stopping = 1;
+    reload_check_stop(&s->check);
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
         ev_timer_stop(s->loop, &w->respawn);
@@ -328,6 +333,40 @@ static void reload(struct supervisor *s)
             kill(s->workers[i].pid, SIGHUP);
 }
 
+static void check_handlers(struct supervisor *s);
+
+static void on_checked(void *data, int passed, const char *why)
+{
+    struct supervisor *s = data;
+    if (s->stopping)
+        return;
+    if (s->recheck) {
+        s->recheck = 0;
+        check_handlers(s);
+        return;
+    }
+    if (!passed) {
+        say("handlers changed (%s) but the check of them failed (%s; what it found is above): the "
+            "workers keep the code they run", s->changed, why);
+        return;
+    }
+    say("handlers changed (%s): reloading", s->changed);
+    reload(s);
+}
+
+/* Starts the check of the handlers that comes before a reload (reload_check); a
+ * change while one runs is checked again after it. */
+static void check_handlers(struct supervisor *s)
+{
+    if (reload_check_running(&s->check)) {
+        s->recheck = 1;
+        return;
+    }
+    if (reload_check_start(&s->check, s->loop, s->exe_fd, s->argv, on_checked, s))
+        say("handlers changed (%s) but they cannot be checked (%s): the workers keep the code they "
+            "run", s->changed, strerror(errno));
+}
+
 static void on_handlers_changed(void *data, const char *changed, const char *error)
 {
     struct supervisor *s = data;
@@ -336,8 +375,8 @@ static void on_handlers_changed(void *data, const char *changed, const char *err
             "run", changed, error);
         return;
     }
-    say("handlers changed (%s): reloading", changed);
-    reload(s);
+    snprintf(s->changed, sizeof s->changed, "%s", changed);
+    check_handlers(s);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *sig, int revents)

@@ -19,8 +19,26 @@ static int l_host_uncompilable_handlers(lua_State *L)
     return 2;
 }
 
+static void add_file(void *data, const char *path)
+{
+    lua_State *L = data;
+    lua_pushstring(L, path);
+    lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+}
+
+/* host.handler_files(dir) -> the handler files below dir (the supervisor's watch's
+ * walk: *.lua, no name starting with a dot), relative to dir, sorted. */
+static int l_host_handler_files(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    lua_newtable(L);
+    handler_watch_files(dir, add_file, L);
+    return 1;
+}
+
 static const luaL_Reg functions[] = {
     {"uncompilable_handlers", l_host_uncompilable_handlers},
+    {"handler_files", l_host_handler_files},
     {NULL, NULL},
 };
 

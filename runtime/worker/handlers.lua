@@ -100,6 +100,77 @@ local function load_handler(path, method)
     return handler
 end
 
+-- The fields of a handler that must be functions when present.
+local FUNCTIONS = { "handle", "failed", "unique_id", "interrupted" }
+
+-- Why handler (what the file at path returned) cannot handle jobs, or nil: not a
+-- table, no function at all (a handle, or a string job's method), a field of
+-- FUNCTIONS that is no function, a declaration that does not hold.
+local function shape_problem(path, handler)
+    local where = "handler " .. output.text(path)
+    if type(handler) ~= "table" then
+        return where .. " must return a table with a handle(job, command) function, not a " .. type(handler)
+    end
+    for _, name in ipairs(FUNCTIONS) do
+        if handler[name] ~= nil and type(handler[name]) ~= "function" then
+            return where .. ": " .. name .. " must be a function, not a " .. type(handler[name])
+        end
+    end
+    local methods = false
+    for _, v in pairs(handler) do
+        if type(v) == "function" then methods = true end
+    end
+    if not methods then
+        return where .. " must return a table with a handle(job, command) function (or a string job's "
+            .. "method): it has no function"
+    end
+    local _, why = serialized_job.declaration(handler)
+    if why then return where .. ": " .. why end
+    return nil
+end
+
+-- Whether the file rel (below the handler directory) is a job's handler: each part
+-- of its path starts with a capital letter, as the parts of a PHP class's name do
+-- (App/Jobs/SendInvoice.lua); init.lua and modules (lib/money.lua) are not.
+local function is_handler_path(rel)
+    for part in rel:gsub("%.lua$", ""):gmatch("[^/]+") do
+        if not part:match("^%u") then return false end
+    end
+    return true
+end
+
+-- Loads each handler file (is_handler_path) in the handlers' environment, once, as
+-- its first job would, and checks its shape. Returns nil when each can handle
+-- jobs, else their errors ("; " between them). Call after run_init.
+function M.unusable()
+    local errors = {}
+    for _, rel in ipairs(host.handler_files(dir)) do
+        if is_handler_path(rel) then
+            local path = dir .. "/" .. rel
+            local handler, err = load_file(path)
+            err = err or shape_problem(path, handler)
+            if err then errors[#errors + 1] = err end
+        end
+    end
+    return #errors > 0 and table.concat(errors, "; ") or nil
+end
+
+-- The handler files whose path differs from rel's only in case or folder (the
+-- same file name, case aside; at most 3, "a, b"), or nil. The listing is read again at most once a second.
+local listing, listed_at
+local function near_misses(rel)
+    local now = host.clock()
+    if not listing or now - listed_at >= 1 then listing, listed_at = host.handler_files(dir), now end
+    local base = rel:match("[^/]*$"):lower()
+    local found = {}
+    for _, other in ipairs(listing) do
+        if #found < 3 and other ~= rel and other:match("[^/]*$"):lower() == base then
+            found[#found + 1] = output.text(dir .. "/" .. other)
+        end
+    end
+    return #found > 0 and table.concat(found, ", ") or nil
+end
+
 -- What the handler declares about its PHP class (serialized_job.declaration), or
 -- nil (none, or no handler).
 function M.declaration(handler)
@@ -149,7 +220,7 @@ local function resolve(payload)
     if #classes == 0 then
         return nil, "no handler: the payload has no displayName, data.commandName or job class"
     end
-    local tried, refused = {}, {}
+    local tried, refused, misses = {}, {}, {}
     for _, class in ipairs(classes) do
         local path = path_of(class)
         if not safe_class(class) then
@@ -160,11 +231,17 @@ local function resolve(payload)
             return handler, method, path
         else
             tried[#tried + 1] = printable(path)
+            local near = near_misses(path:sub(#dir + 2))
+            if near then misses[#misses + 1] = near end
         end
     end
     local why = {}
     if #refused > 0 then why[1] = table.concat(refused, ", ") end
     if #tried > 0 then why[#why + 1] = "tried " .. table.concat(tried, ", ") end
+    if #misses > 0 then
+        why[#why + 1] = "a file differs only in case or folder: " .. table.concat(misses, ", ")
+            .. " (a handler's path is its class's, case included)"
+    end
     return nil, "no handler for " .. printable(classes[1]) .. ": " .. table.concat(why, "; ")
 end
 

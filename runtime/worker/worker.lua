@@ -34,6 +34,9 @@ local EXIT_OK, EXIT_UNREACHABLE, EXIT_MEMORY = 0, 1, 12
 -- waits out a Redis, or the database of the queue, that it cannot reach before it
 -- gives up with EXIT_UNREACHABLE.
 local ONE_SHOT_WAIT = 10
+-- This process is the supervisor's check of the handlers before a reload
+-- (supervisor/reload_check.h's HANDLER_CHECK_ENV): it loads them and exits.
+local HANDLER_CHECK = os.getenv("LUAWORKER_HANDLER_CHECK") == "1"
 
 -- The default heartbeat (seconds): HEARTBEAT, or HEARTBEAT_SHARE of --retry-after
 -- when less, but not below HEARTBEAT_MIN.
@@ -230,7 +233,7 @@ local function prepare(cli, cfg)
     handlers.add_to_package_path()
     handler_env.install()
     output.configure(options)
-    output.worker_starting(options.queue_list)
+    if not HANDLER_CHECK then output.worker_starting(options.queue_list) end
     -- an outage is waited out; without a job in hand, a stop signal ends the wait
     local one_shot = options.once or options.stop_when_empty
     redis.wait_out_failures(function(message)
@@ -263,6 +266,22 @@ local function refuses_start(what)
     return true
 end
 
+-- init.lua run, then each handler loaded as its first job would load it and its
+-- shape checked: one that cannot handle jobs is bad input, found now rather than
+-- by its jobs. Returns nil, or the exit status after saying why not.
+local function load_handlers()
+    -- run_init returns true or nil, message; task.run gives false, error, traceback
+    local ok, inited, why = task.run(handlers.run_init)
+    if not ok or not inited then
+        output.error("cannot start: " .. tostring(why))
+        return 1
+    end
+    local unusable = handlers.unusable()
+    if unusable and refuses_start("handlers that cannot handle jobs: " .. unusable) then
+        return 2
+    end
+end
+
 -- Runs `luaworker work`. Returns the exit status.
 function M.run(cli, cfg)
     local prepared, why_not = pcall(prepare, cli, cfg)
@@ -281,6 +300,8 @@ function M.run(cli, cfg)
     if uncompilable and refuses_start("handlers that do not compile: " .. uncompilable) then
         return 2
     end
+    -- the supervisor's check before a reload: the handlers, and nothing else
+    if HANDLER_CHECK then return load_handlers() or EXIT_OK end
     -- the database pools' size; the failed-job store's settings (its driver's name
     -- was checked by main.c), and whether it can record a failed job: not for a
     -- lasting reason is bad input
@@ -295,12 +316,8 @@ function M.run(cli, cfg)
     end
     if checked and usable and why then output.error(why) end
 
-    -- run_init returns true or nil, message; task.run gives false, error, traceback
-    local ok, inited, why = task.run(handlers.run_init)
-    if not ok or not inited then
-        output.error("cannot start: " .. tostring(why))
-        return 1
-    end
+    local failed = load_handlers()
+    if failed then return failed end
 
     host.report_ready()
     local one_shot = (options.once or options.stop_when_empty) and { seconds = ONE_SHOT_WAIT,
