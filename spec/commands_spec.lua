@@ -305,10 +305,19 @@ describe("luaworker failed", function()
         assert.are.equal("ID:         33333333-3333-4333-8333-333333333333\n"
             .. "Connection: redis\nQueue:      emails\nClass:      App\\Jobs\\Spec\n"
             .. "Failed At:  2026-01-01 12:00:00\nException:\n  RuntimeException: boom\n  #0 {main}\n"
-            .. "Payload:\n  " .. payload .. "\n", r.stdout)
+            .. "Payload:\n  " .. payload .. "\nCommand:\n  App\\Jobs\\Spec {\n      n = 1,\n  }\n", r.stdout)
+        assert.are.same(r, H.run({ "failed", "show", "33333333-3333-4333-8333-333333333333" }))
+        local shown = cjson.decode(H.run({ "failed", "show", "33333333-3333-4333-8333-333333333333", "--json" }).stdout)
+        assert.are.same({ "emails", "RuntimeException: boom\n#0 {main}", payload, 1 },
+            { shown.queue, shown.exception, shown.payload, shown.command.n })
+        local listed = cjson.decode(H.run({ "failed", "--json" }).stdout)
+        assert.are.same({ "33333333-3333-4333-8333-333333333333", "App\\Jobs\\Spec" }, { listed.id, listed.class })
         r = H.run({ "failed", "no-such-id" })
         assert.are.equal(1, r.status)
         assert.are.equal("luaworker: failed: no failed job with id no-such-id\n", r.stderr)
+        r = H.run({ "failed", "show" })
+        assert.are.equal(2, r.status)
+        assert.matches("failed show: expected the id of a failed job", r.stderr)
     end)
 
     it("lists a job whose handler raised in the worker", function()

@@ -11,6 +11,9 @@ local dispatch = require "luaworker.queue.dispatch"
 local text = require("luaworker.base.log").text
 local php = require "luaworker.php"
 local php_json = require "luaworker.php.json"
+local json = require "luaworker.base.json"
+local dump = require "luaworker.base.dump"
+local call_queued_handler = require "luaworker.worker.call_queued_handler"
 
 local M = {}
 
@@ -87,12 +90,28 @@ local function exception_line(exception)
     return text(line)
 end
 
--- failed <id>: one failed job, whole.
-local function show_failed(chosen, id)
+-- The command of a failed record's payload (a PHP value, or a string job's data),
+-- or nil and why it cannot be read.
+local function command_of(payload)
+    local ok, decoded = pcall(cjson.decode, payload or "")
+    if not ok or type(decoded) ~= "table" then return nil, "the payload is not a JSON object" end
+    return call_queued_handler.payload_command(decoded)
+end
+
+-- failed [show] <id>: one failed job, whole: its exception (the trace in it), its
+-- payload, its command decoded; with --json one JSON object.
+local function show_failed(chosen, id, as_json)
     local r = chosen.find(id)
     if not r then
         complain("failed: no failed job with id ", text(id))
         return 1
+    end
+    local command, problem = command_of(r.payload)
+    if as_json then
+        say(json.encode({ id = r.id, connection = r.connection, queue = r.queue,
+            class = class_of(r.payload or ""), failed_at = r.failed_at, exception = r.exception,
+            payload = r.payload, command = command, problem = problem }))
+        return 0
     end
     say("ID:         ", text(r.id))
     say("Connection: ", text(r.connection or ""))
@@ -104,14 +123,38 @@ local function show_failed(chosen, id)
     for line in ((r.exception or "") .. "\n"):gmatch("([^\n]*)\n") do say("  ", text(line)) end
     say("Payload:")
     say("  ", text(r.payload or ""))
+    say("Command:")
+    if command ~= nil then
+        for line in (dump(command) .. "\n"):gmatch("([^\n]*)\n") do say("  ", line) end
+    else
+        say("  (", text(problem), ")")
+    end
     return 0
 end
 
 function M.failed(cli)
     local chosen = store()
     if not chosen then return 2 end
-    if cli.args[1] then return show_failed(chosen, cli.args[1]) end
+    local id = cli.args[1]
+    if id == "show" and cli.literal_from ~= 1 then
+        id = cli.args[2]
+        if not id then
+            complain("failed show: expected the id of a failed job (usage: luaworker failed show <id>)")
+            return 2
+        end
+    elseif cli.args[2] then
+        complain("failed: unexpected argument '", text(cli.args[2]), "' (usage: luaworker failed [show] [id])")
+        return 2
+    end
+    if id then return show_failed(chosen, id, cli.options.json) end
     local records = chosen.all()
+    if cli.options.json then
+        for _, r in ipairs(records) do
+            say(json.encode({ id = r.id, connection = r.connection, queue = r.queue,
+                class = class_of(r.payload or ""), failed_at = r.failed_at, exception = r.exception }))
+        end
+        return 0
+    end
     if #records == 0 then
         say("No failed jobs!")
         return 0

@@ -123,6 +123,12 @@ static const struct cli_option test_options[] = {
     END,
 };
 
+static const struct cli_option failed_options[] = {
+    FLAG("json", "one JSON object per failed job"),
+    COMMON_OPTIONS,
+    END,
+};
+
 static const struct cli_option common_options[] = {
     COMMON_OPTIONS,
     END,
@@ -130,7 +136,7 @@ static const struct cli_option common_options[] = {
 
 static const struct cli_command commands[] = {
     {"work", "[connection]", 0, 1, "process jobs from the queues, like artisan queue:work", work_options},
-    {"failed", "[id]", 0, 1, "list failed jobs, newest first; with an id, show that one whole (its exception, its payload)", common_options},
+    {"failed", "[[show] id]", 0, 2, "list failed jobs, newest first; with an id, show that one whole (its exception and trace, its payload, its command decoded)", failed_options},
     {"retry", "<id>... | all", 1, CLI_MAX_ARGS, "push failed jobs back onto their queues", queue_options},
     {"forget", "<id>", 1, 1, "delete a failed job", common_options},
     {"flush", "", 0, 0, "delete all failed jobs", common_options},
