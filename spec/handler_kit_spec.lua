@@ -153,6 +153,36 @@ end)
         assert.are.equal(0, H.r("ZCARD", (select(2, H.keys("later")))))
     end)
 
+    it("dispatches a chain's next job to the fake, and runs a payload as a queue holds it", function()
+        local dir = project({
+            ["handlers/App/Jobs/First.lua"] = "return { handle = function(job, command) end }",
+            ["handlers/App/Handlers/Legacy.lua"] = [[
+return { sync = function(job, data) if data.n == 2 then job:delete() else job:release(4) end end }
+]],
+            ["spec/chain_spec.lua"] = [=[
+local testing = require "luaworker.testing"
+describe("a chain", function()
+    it("goes on with its next job", function()
+        local next_job = 'O:15:"App\\Jobs\\Second":1:{s:1:"n";i:2;}'
+        local job = testing.run(testing.job("App\\Jobs\\First", { chained = { next_job } }))
+        job:assert_deleted()
+        job:assert_dispatched("App\\Jobs\\Second", function(second) return second.command.n == 2 end)
+        job:assert_not_dispatched("App\\Jobs\\Third")
+    end)
+    it("runs a string job's payload", function()
+        local text = '{"uuid":"u","job":"App\\\\Handlers\\\\Legacy@sync","data":{"n":1},"attempts":3}'
+        local job = testing.run(testing.payload(text, { tries = 5 }))
+        job:assert_released(4)
+        assert.are.equal(4, job:attempts())
+    end)
+end)
+]=],
+        })
+        local r = luaworker(dir, { "test" })
+        assert.are.equal(0, r.status, r.stdout .. r.stderr)
+        assert.matches("2 successes / 0 failures / 0 errors", r.stdout)
+    end)
+
     it("fails each assertion with a message naming it", function()
         local dir = project({
             ["handlers/App/Jobs/Ok.lua"] = "return { handle = function(job) end }",

@@ -12,7 +12,7 @@
 --   fake_dispatch(): luaworker.dispatch (and a chain's next job) kept, not pushed;
 --   database(path): luaworker.db() on a real SQLite file (default: a new one).
 -- A failed assertion raises a message that starts with the assertion's name. The
--- fakes end with each busted test (or restore()).
+-- fakes and the database end with each busted test (or restore()).
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local http = require "luaworker.http"
@@ -162,14 +162,19 @@ end
 -- status (default 200), headers.
 M.response = fakes.response
 
+local made = {}  -- the database files database() made, removed by restore()
+
 -- luaworker.db() (and luaworker.db("sqlite")) on the SQLite database file at path
--- (default: a new empty file), as DB_CONNECTION=sqlite and DB_DATABASE=path would
--- make it. Returns the db.
+-- (default: a new empty file, removed when the test ends), as DB_CONNECTION=sqlite
+-- and DB_DATABASE=path would make it, until the test ends. Returns the db.
 function M.database(path)
     if path ~= nil and type(path) ~= "string" then
         error("testing.database(path): expected a file path", 2)
     end
-    path = path or os.tmpname()
+    if not path then
+        path = os.tmpname()
+        made[#made + 1] = path
+    end
     local overrides = settings.env_overrides
     overrides.DB_CONNECTION, overrides.DB_DATABASE = "sqlite", path
     overrides.DB_URL, overrides.DATABASE_URL = "", ""
@@ -177,11 +182,17 @@ function M.database(path)
     return db.connection("sqlite")
 end
 
--- Ends the fakes of fake_http and fake_dispatch.
+-- Ends the fakes of fake_http and fake_dispatch, and database()'s.
 function M.restore()
     http.fake(nil)
     dispatch.fake(nil)
     dispatch_fake = nil
+    if settings.env_overrides.DB_DATABASE then
+        db.forget("sqlite")
+        settings.env_overrides = {}
+    end
+    for _, path in ipairs(made) do os.remove(path) end
+    made = {}
 end
 
 -- under busted, each test ends its fakes
