@@ -25,7 +25,6 @@
 
 ---What a hook gets (luaworker.before(fn) and the others).
 ---@class luaworker.Event
----@field name string Laravel's event class's short name (JobProcessing...)
 ---@field job? luaworker.Job
 ---@field connection_name? string
 ---@field exception? any
