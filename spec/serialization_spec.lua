@@ -396,7 +396,7 @@ return { handle = function() lw.dispatch(%q, %s) end }]], class, properties) })
                 { "queue", s("work") } }), H.r("LRANGE", "spec:serialized", 0, -1)[1])
         end)
 
-        it("is checked when the handler loads, the job failing with what is wrong", function()
+        it("is checked when the worker starts, which refuses to with what is wrong and takes no job", function()
             local cases = {
                 { 'properties = { "tag", "secret token" }', "properties[2]: expected a property name, "
                     .. "optionally after public, protected or private (\"protected token\"), got 'secret token'" },
@@ -416,9 +416,10 @@ return { handle = function() lw.dispatch(%q, %s) end }]], class, properties) })
                 local p = H.class_payload("App\\Jobs\\Bad")
                 H.push(p)
                 local r = H.run({ "work", "--once", "--handlers=" .. dir })
-                assert.are.equal(0, r.status, r.stderr)
-                assert.matches("handler " .. dir .. "/App/Jobs/Bad.lua: " .. case[2],
-                    H.failed_record(p.uuid).exception, 1, true)
+                assert.are.equal(2, r.status, r.stderr)
+                assert.matches("cannot start: handlers that cannot handle jobs: handler " .. dir
+                    .. "/App/Jobs/Bad.lua: " .. case[2], r.stderr, 1, true)
+                assert.are.equal(1, H.r("LLEN", (H.keys())))
             end
         end)
     end)
