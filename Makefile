@@ -20,6 +20,8 @@
 CC      ?= cc
 LUAJIT  ?= luajit
 PREFIX  ?= /usr/local
+# what `luaworker --version` says
+VERSION  = 0.9.0
 
 PKGS     = luajit hiredis libev libssl libcrypto
 CFLAGS  ?= -O2 -g
@@ -67,6 +69,10 @@ all: luaworker
 
 luaworker: $(C_OBJ) $(LUA_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# runtime/version.c says VERSION: rebuilt when this file changes.
+$(OBJ)/version.o: CFLAGS += -DLUAWORKER_VERSION='"$(VERSION)"'
+$(OBJ)/version.o: Makefile
 
 # runtime/ has a folder per concept; headers are included by their path below
 # runtime/ ("redis/redis_conn.h").

@@ -29,6 +29,7 @@
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/reload_check.h"
+#include "version.h"
 #include "worker/heartbeat_binding.h"
 #include "worker/handler_check_binding.h"
 #include "worker/slot_binding.h"
@@ -104,6 +105,10 @@ int main(int argc, char **argv)
     }
     if (cli.help) {
         cli_usage(stdout, cli.command);
+        return 0;
+    }
+    if (cli.version) {
+        version_print(stdout);
         return 0;
     }
     if (strcmp(cli.command->name, "work") != 0)

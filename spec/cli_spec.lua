@@ -27,7 +27,7 @@ local WORK_DEFAULTS = {
     { "timeout", "60" }, { "tries", "1" },
 }
 
-local COMMANDS = { "work", "failed", "retry", "forget", "flush", "push", "size", "clear", "restart", "lua" }
+local COMMANDS = { "work", "failed", "retry", "forget", "flush", "push", "size", "peek", "clear", "notify", "restart", "make", "run", "test", "lua" }
 
 local function option_line(stdout, name)
     return stdout:match("\n  (%-%-" .. name:gsub("%-", "%%-") .. "[= ][^\n]*)\n")
@@ -46,6 +46,19 @@ describe("luaworker help", function()
 
     it("is also shown for --help", function()
         assert.are.equal(run({ "help" }).stdout, run({ "--help" }).stdout)
+    end)
+
+    it("says with --version and -V the version the Makefile gives, the Laravel versions and the libraries", function()
+        local version = H.read_file(H.root .. "/Makefile"):match("\nVERSION%s*=%s*(%S+)")
+        local r = run({ "--version" })
+        assert.are.same({ 0, "" }, { r.status, r.stderr })
+        assert.are.equal("luaworker " .. version .. "\nspeaks Laravel 8.83 to 13", r.stdout:sub(1, 36 + #version))
+        for _, library in ipairs({ "\n  LuaJIT 2%.1", "\n  hiredis %d+%.%d+%.%d+\n", "\n  libev %d+%.%d+ ",
+            "\n  OpenSSL %d", "\n  lua%-cjson %d", "\n  libcurl%.so%.4 %(luaworker%.http%): libcurl/%d",
+            "\n  libpq%.so%.5 %(PostgreSQL%): %d+%.%d+\n", "\n  libsqlite3%.so%.0 %(SQLite%): 3%." }) do
+            assert.matches(library, r.stdout)
+        end
+        assert.are.same(r, run({ "-V" }))
     end)
 
     it("shows lua's options before the file, where they are luaworker's: after it they are the script's",

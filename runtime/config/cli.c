@@ -257,6 +257,10 @@ int cli_parse(int argc, char **argv, struct cli *out, char *err, size_t errlen)
             out->command = find_command(argv[i + 1]);
         return 0;
     }
+    if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+        out->version = 1;
+        return 0;
+    }
     out->command = find_command(argv[i]);
     if (!out->command) {
         /* the names from the table itself, so that none is ever left out */
@@ -353,7 +357,8 @@ void cli_usage(FILE *f, const struct cli_command *command)
         fprintf(f, "usage: luaworker <command> [arguments] [options]\n\ncommands:\n");
         for (const struct cli_command *c = commands; c->name; c++)
             fprintf(f, "  %-8s %s\n", c->name, c->help);
-        fprintf(f, "\nluaworker help <command> shows a command's options.\n");
+        fprintf(f, "\nluaworker help <command> shows a command's options; luaworker --version (-V) "
+                "what this binary is.\n");
         return;
     }
     /* lua: what follows the file is the script's, so luaworker's options come first */

@@ -49,6 +49,7 @@ struct cli {
                                            * -1 when there was no `--` */
     const char *values[CLI_MAX_OPTIONS];  /* by option index; NULL = not given */
     int help;                             /* --help or `help` was asked for */
+    int version;                          /* --version or -V was asked for */
 };
 
 /* Parses argv[1..argc) and checks every value given, and the environment variable
