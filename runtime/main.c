@@ -29,6 +29,7 @@
 #include "supervisor/slot.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/reload_check.h"
+#include "supervisor/metrics_server.h"
 #include "version.h"
 #include "worker/heartbeat_binding.h"
 #include "worker/handler_check_binding.h"
@@ -139,8 +140,20 @@ int main(int argc, char **argv)
      * handlers before a reload (a worker that checks them and exits) */
     const char *slot_fd = getenv(SLOT_ENV);
     int handler_check = getenv(HANDLER_CHECK_ENV) != NULL;
-    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !handler_check)
+    if (strcmp(cli.command->name, "work") == 0 && !slot_fd && !handler_check) {
+        const char *metrics = option_value(&cli, "metrics");
+        char host_part[256];
+        int port;
+        if (metrics && metrics_server_address(metrics, host_part, sizeof host_part, &port, err,
+                                              sizeof err)) {
+            fprintf(stderr, "luaworker: %s\n", err);
+            return 2;
+        }
+        if (metrics && option_value(&cli, "once"))
+            fprintf(stderr, "luaworker: warning: --metrics is served by the supervisor, which --once "
+                    "does not run: not served\n");
         warn_work_options(&cli);
+    }
 
     struct stat st;
     const char *handlers = option_value(&cli, "handlers");
@@ -169,7 +182,8 @@ int main(int argc, char **argv)
         !option_value(&cli, "once")) {
         scripts_free(&scripts);
         return supervisor_run(argv, atoi(option_value(&cli, "processes")),
-                              option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"));
+                              option_value(&cli, "no-watch") ? NULL : option_value(&cli, "handlers"),
+                              option_value(&cli, "metrics"));
     }
 
     struct vm host;

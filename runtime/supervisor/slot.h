@@ -11,12 +11,15 @@
  *     predecessor_timeout, predecessor_death, replacing; it zeroes the worker's part.
  *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
  *     job fields (a sequence lock) each time a job in flight gets or leaves the CPU;
- *     reason just before it exits. */
+ *     in_flight; reason just before it exits.
+ *   both: counts (slot_counts says who writes which), never zeroed. */
 #ifndef LUAWORKER_SLOT_H
 #define LUAWORKER_SLOT_H
 
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "supervisor/slot_counts.h"
 
 /* The worker's environment variable: the file descriptor of its slot's memfd. */
 #define SLOT_ENV "LUAWORKER_SLOT"
@@ -35,6 +38,8 @@ struct slot {
                                       * for a crash */
     uint32_t replacing;              /* 1 when the fleet was running before this worker
                                       * started (it replaces one), 0 at the fleet's start */
+    /* the metrics' counts (slot_counts): kept across the slot's workers */
+    struct slot_counts counts;
     /* written by the worker */
     char id[SLOT_ID_MAX];            /* its id, as its jobs are recorded in Redis */
     _Atomic uint32_t ready;          /* its handlers are loaded */
@@ -44,6 +49,7 @@ struct slot {
     _Atomic uint32_t timeout;        /* its timeout in seconds, 0 for none */
     _Atomic uint64_t started_ns;     /* CLOCK_MONOTONIC at its start, moved on by the
                                       * time Redis outages held it up */
+    _Atomic uint32_t in_flight;      /* its jobs in flight, for the metrics */
 };
 
 /* A consistent copy of a slot's job fields. */

@@ -16,6 +16,8 @@
 
 #include "supervisor/handler_watch.h"
 #include "supervisor/reload_check.h"
+#include "supervisor/metrics_server.h"
+#include "supervisor/metrics_text.h"
 #include "loop/signals.h"
 #include "supervisor/slot.h"
 
@@ -57,6 +59,8 @@ struct supervisor {
     int paused;              /* USR2 came and CONT has not: new workers start paused */
     struct handler_watch *watch;
     struct reload_check check;  /* the handlers' check before a reload */
+    struct metrics_server *metrics;  /* --metrics's endpoint, or NULL */
+    struct slot **slots;        /* the workers' slots, for the metrics */
     char changed[512];          /* the files whose change the check is for */
     int recheck;                /* they changed again while it ran */
     int stopping;
@@ -116,6 +120,7 @@ static void on_poll(struct ev_loop *loop, ev_timer *t, int revents)
             (int)w->pid, j.timeout);
         w->timed_out = 1;
         w->killed = j;
+        atomic_fetch_add_explicit(&w->slot->counts.timeouts, 1, memory_order_relaxed);
         kill(w->pid, SIGKILL);
     }
 }
@@ -299,7 +304,8 @@ static void spawn(struct worker *w)
         return;
     }
     w->pid = pid;
-    w->forked++;
+    if (w->forked++ > 0)
+        atomic_fetch_add_explicit(&w->slot->counts.restarts, 1, memory_order_relaxed);
     w->started = ev_now(s->loop);
     /* held until the worker has its handlers (signals blocked), like any signal */
     if (s->paused)
@@ -426,7 +432,20 @@ static void free_workers(struct supervisor *s)
     free(s->workers);
 }
 
-int supervisor_run(char **argv, int processes, const char *watch_dir)
+/* metrics_server's render: /metrics, the fleet's metrics (metrics_text). */
+static int render(void *data, const char *path, struct buffer *out, const char **type)
+{
+    struct supervisor *s = data;
+    if (strcmp(path, "/metrics") != 0)
+        return 404;
+    int running = 0;
+    for (int i = 0; i < s->nworkers; i++)
+        running += s->workers[i].pid != 0;
+    *type = "text/plain; version=0.0.4; charset=utf-8";
+    return metrics_text(out, s->slots, s->nworkers, running) ? 500 : 200;
+}
+
+int supervisor_run(char **argv, int processes, const char *watch_dir, const char *metrics)
 {
     struct supervisor s;
     memset(&s, 0, sizeof s);
@@ -458,6 +477,21 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
             return 70;
         }
     }
+    if (metrics) {
+        /* a port in use or a missing library lasts: bad input, before any worker */
+        char err[512];
+        s.slots = calloc((size_t)processes, sizeof *s.slots);
+        for (int i = 0; s.slots && i < processes; i++)
+            s.slots[i] = s.workers[i].slot;
+        s.metrics = s.slots ? metrics_server_start(s.loop, metrics, render, &s, err, sizeof err) : NULL;
+        if (!s.metrics) {
+            fprintf(stderr, "luaworker: cannot start: %s\n", s.slots ? err : "out of memory");
+            free(s.slots);
+            free_workers(&s);
+            close(s.exe_fd);
+            return 2;
+        }
+    }
     for (int i = 0; i < SIGNALS_COUNT; i++) {
         ev_signal_init(&s.signals[i], on_signal, signals_handled[i]);
         s.signals[i].data = &s;
@@ -483,6 +517,8 @@ int supervisor_run(char **argv, int processes, const char *watch_dir)
     if (watch_dir)
         s.watch = handler_watch_start(s.loop, watch_dir, 0.25, on_handlers_changed, &s);
     ev_run(s.loop, 0);
+    metrics_server_stop(s.metrics);
+    free(s.slots);
     handler_watch_stop(s.watch);
     ev_ref(s.loop);
     ev_timer_stop(s.loop, &s.poll);

@@ -101,6 +101,7 @@ function record(job, err, trace)
         exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
     }, job.form.removal, exc)
     job:mark_as_deleted()
+    host.count_job(job:queue(), job:name(), "failed")
 
     local handler = handlers.resolve(payload)
     local command = handler and call_queued_handler.command_of(job)

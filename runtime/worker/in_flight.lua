@@ -40,6 +40,7 @@ end
 -- Job's time in flight ended (its task ended, or its timeout was handled).
 local function ended(job)
     count = count - 1
+    host.report_in_flight(count)
     flying[job] = nil
     local now = host.clock()
     if last_end then
@@ -122,6 +123,7 @@ end
 -- before run returns.
 function M.run(job)
     count = count + 1
+    host.report_in_flight(count)
     started = started + 1
     flying[job] = started
     job.form.running(job)

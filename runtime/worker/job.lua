@@ -2,6 +2,7 @@
 -- the payload as popped (raw body) and its reservation (reserved body) that
 -- delete/release/fail must use, handed to the form of the connection that took it
 -- (worker/reservations.lua, worker/database_reservations.lua).
+local host = require "luaworker.host"
 local payload_values = require "luaworker.base.values"
 local settings = require "luaworker.base.settings"
 local failing = require "luaworker.worker.fail"
@@ -151,6 +152,7 @@ function Job:release(delay)
     end
     self._released = true
     self.form.release(self, math.floor(delay))
+    host.count_job(self._queue, self:name(), "released")
 end
 
 -- Fails the job for good: it is recorded in the failed store, the handler's failed()

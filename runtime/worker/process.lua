@@ -116,6 +116,7 @@ local function run_job(job, started)
     fail_if_already_exceeds(job)
     if not job:is_deleted() then call_queued_handler.call(job) end
     events.fire("after", job)
+    host.count_job(job:queue(), job:name(), "processed")
     output.job("success", job, nil, host.clock() - started)
     if job:is_released() and not job:is_deleted() then events.fire("released", job) end
 end
@@ -138,6 +139,7 @@ function M.process(job)
     end
     local ok, err, trace = task.run(run_job, job, started)
     job.settling = true
+    host.count_attempt(job:queue(), job:name(), host.clock() - started)
     local exc = not ok and failing.exception_info(err, trace) or nil
     if not ok then
         local handled, herr, htrace = task.run(handle_job_exception, job, exc, started)

@@ -103,7 +103,61 @@ static int l_host_report_exit(lua_State *L)
     return 0;
 }
 
+static const char *const outcomes[] = {"processed", "failed", "released", NULL};
+
+/* The class argument at i: a string, else "" (a payload whose name is not one). */
+static const char *class_arg(lua_State *L, int i)
+{
+    return lua_type(L, i) == LUA_TSTRING ? lua_tostring(L, i) : "";
+}
+
+/* host.count_job(queue, class, outcome): one job more of queue and class
+ * (job:name(); "" when it is no string) for outcome: "processed"
+ * (JobProcessed), "failed" (failed for good) or "released" (each release). In
+ * the slot's counts (slot_counts); nothing without a supervisor (--once). */
+static int l_host_count_job(lua_State *L)
+{
+    const char *queue = luaL_checkstring(L, 1), *job = class_arg(L, 2);
+    int outcome = luaL_checkoption(L, 3, NULL, outcomes);
+    if (sl.slot)
+        counts_outcome(counts_series_of(&sl.slot->counts, queue, job), (enum counts_outcome)outcome);
+    return 0;
+}
+
+/* host.count_attempt(queue, class, seconds): an attempt of a job of queue and
+ * class (its code's run) took seconds. */
+static int l_host_count_attempt(lua_State *L)
+{
+    const char *queue = luaL_checkstring(L, 1), *job = class_arg(L, 2);
+    lua_Number seconds = luaL_checknumber(L, 3);
+    if (sl.slot)
+        counts_attempt(counts_series_of(&sl.slot->counts, queue, job), seconds);
+    return 0;
+}
+
+/* host.report_in_flight(n): the worker has n jobs in flight. */
+static int l_host_report_in_flight(lua_State *L)
+{
+    lua_Number n = luaL_checknumber(L, 1);
+    if (sl.slot)
+        atomic_store_explicit(&sl.slot->in_flight, n > 0 ? (uint32_t)n : 0, memory_order_relaxed);
+    return 0;
+}
+
+/* host.count_connection_loss(): an outage of the worker's connections began. */
+static int l_host_count_connection_loss(lua_State *L)
+{
+    (void)L;
+    if (sl.slot)
+        atomic_fetch_add_explicit(&sl.slot->counts.connection_losses, 1, memory_order_relaxed);
+    return 0;
+}
+
 static const luaL_Reg functions[] = {
+    {"count_job", l_host_count_job},
+    {"count_attempt", l_host_count_attempt},
+    {"report_in_flight", l_host_report_in_flight},
+    {"count_connection_loss", l_host_count_connection_loss},
     {"identity", l_host_identity},
     {"predecessor", l_host_predecessor},
     {"replacing", l_host_replacing},

@@ -238,6 +238,7 @@ local function prepare(cli, cfg)
     local one_shot = options.once or options.stop_when_empty
     redis.wait_out_failures(function(message)
         outage_since = host.clock()
+        host.count_connection_loss()
         output.error(message .. (one_shot and string.format("; retrying for up to %ds", ONE_SHOT_WAIT)
             or "; retrying, at least every second"))
     end, function()

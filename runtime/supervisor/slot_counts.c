@@ -1,0 +1,58 @@
+#include "supervisor/slot_counts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const double counts_bounds[COUNTS_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                              1, 2.5, 5, 10, 30, 60, 300};
+
+/* Writes name into a field of size bytes, cut to fit, NUL-terminated. */
+static void set_name(char *field, size_t size, const char *name)
+{
+    snprintf(field, size, "%s", name);
+}
+
+struct counts_series *counts_series_of(struct slot_counts *c, const char *queue, const char *job)
+{
+    char q[COUNTS_QUEUE], j[COUNTS_JOB];
+    set_name(q, sizeof q, queue);
+    set_name(j, sizeof j, job);
+    for (int i = 0; i < COUNTS_SERIES - 1; i++) {
+        struct counts_series *s = &c->series[i];
+        if (!atomic_load_explicit(&s->used, memory_order_acquire)) {
+            memcpy(s->queue, q, sizeof q);
+            memcpy(s->job, j, sizeof j);
+            atomic_store_explicit(&s->used, 1, memory_order_release);
+            return s;
+        }
+        if (strcmp(s->queue, q) == 0 && strcmp(s->job, j) == 0)
+            return s;
+    }
+    struct counts_series *other = &c->series[COUNTS_SERIES - 1];
+    if (!atomic_load_explicit(&other->used, memory_order_acquire)) {
+        set_name(other->queue, sizeof other->queue, "");
+        set_name(other->job, sizeof other->job, COUNTS_OTHER);
+        atomic_store_explicit(&other->used, 1, memory_order_release);
+    }
+    return other;
+}
+
+void counts_outcome(struct counts_series *s, enum counts_outcome outcome)
+{
+    atomic_fetch_add_explicit(&s->outcomes[outcome], 1, memory_order_relaxed);
+}
+
+void counts_attempt(struct counts_series *s, double seconds)
+{
+    if (!(seconds >= 0))
+        seconds = 0;
+    int b = 0;
+    while (b < COUNTS_BUCKETS - 1 && seconds > counts_bounds[b])
+        b++;
+    if (seconds > counts_bounds[COUNTS_BUCKETS - 1])
+        b = COUNTS_BUCKETS;  /* only in +Inf: the count */
+    if (b < COUNTS_BUCKETS)
+        atomic_fetch_add_explicit(&s->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->attempts, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->duration_us, (uint64_t)(seconds * 1e6 + 0.5), memory_order_relaxed);
+}

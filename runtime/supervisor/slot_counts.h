@@ -1,0 +1,65 @@
+/* slot_counts: what a worker slot has counted since its fleet started, for the
+ * metrics the supervisor serves (metrics_text): jobs processed, failed and
+ * released and the time of each attempt, by queue and job class (a series each);
+ * and the fleet's own events in that slot. It lives in the slot (shared memory)
+ * beside what slot_clear_worker zeroes, so the counts of a worker survive its
+ * replacement (--max-jobs, a timeout, a crash): its successor counts on.
+ *
+ * Who writes what: the worker in the slot, each series (a single writer: one
+ * process, one thread); the supervisor, restarts and timeouts. Readers take any
+ * moment's values (each counter is atomic; a series is published, names first,
+ * by its used flag). Uses nothing else. */
+#ifndef LUAWORKER_SLOT_COUNTS_H
+#define LUAWORKER_SLOT_COUNTS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Series a slot keeps; past them, jobs count in the last one, whose class is
+ * COUNTS_OTHER. */
+#define COUNTS_SERIES 128
+#define COUNTS_QUEUE 64
+#define COUNTS_JOB 192
+#define COUNTS_OTHER "(other classes)"
+
+/* The upper bounds of the attempt-duration histogram's buckets, in seconds (the
+ * last bucket, +Inf, is the count). */
+#define COUNTS_BUCKETS 14
+extern const double counts_bounds[COUNTS_BUCKETS];
+
+/* The outcomes a job counts, as Laravel's events say them. */
+enum counts_outcome {
+    COUNTS_PROCESSED,  /* JobProcessed: its code returned */
+    COUNTS_FAILED,     /* JobFailed: failed for good */
+    COUNTS_RELEASED,   /* each release, by its code or after an exception */
+};
+
+struct counts_series {
+    _Atomic uint32_t used;           /* set once queue and job are written */
+    char queue[COUNTS_QUEUE];
+    char job[COUNTS_JOB];
+    _Atomic uint64_t outcomes[3];    /* by enum counts_outcome */
+    _Atomic uint64_t attempts;       /* attempts timed (each run of the job's code) */
+    _Atomic uint64_t duration_us;    /* their time together, in microseconds */
+    _Atomic uint64_t buckets[COUNTS_BUCKETS];  /* attempts up to each bound (not cumulative) */
+};
+
+struct slot_counts {
+    _Atomic uint64_t connection_losses;  /* outages of the worker's connections (worker) */
+    _Atomic uint64_t restarts;           /* workers started in this slot after the first
+                                          * (supervisor) */
+    _Atomic uint64_t timeouts;           /* processes ended for a job's timeout (supervisor) */
+    struct counts_series series[COUNTS_SERIES];
+};
+
+/* Worker side: the series of queue and job (names cut to fit), made when new.
+ * Never NULL: a full table gives the last series. */
+struct counts_series *counts_series_of(struct slot_counts *c, const char *queue, const char *job);
+
+/* Worker side: one outcome more. */
+void counts_outcome(struct counts_series *s, enum counts_outcome outcome);
+
+/* Worker side: an attempt that took seconds. */
+void counts_attempt(struct counts_series *s, double seconds);
+
+#endif
