@@ -14,6 +14,7 @@ return { handle = function(job, command)
     if command.mode == "fail" then error("boom") end
     if command.mode == "release" and job:attempts() == 1 then return job:release(0) end
     if command.mode == "slow" then luaworker.sleep(0.3) end
+    if command.mode == "long" then luaworker.sleep(6) end
     local f = io.open(command.done, "a")
     f:write("x")
     f:close()
@@ -175,6 +176,27 @@ describe("luaworker work --metrics", function()
         end)
         os.execute("kill $(cat " .. H.quote(prometheus .. "/pid") .. ") 2>/dev/null")
         assert(ok, err)
+    end)
+
+    it("says each queue's size, as Laravel's size() counts it, in its three states", function()
+        local _, port = fleet()
+        local done = H.tmpdir() .. "/done"
+        for _ = 1, 3 do
+            assert.are.equal(0, H.run({ "push", CLASS, cjson.encode({ mode = "ok", done = done }),
+                "--delay=300" }).status)
+        end
+        assert.are.equal(0, H.run({ "push", CLASS, cjson.encode({ mode = "long", done = done }) }).status)
+        local function size(text, state)
+            return sample(text, 'luaworker_queue_size{queue="default",state="' .. state .. '"}')
+        end
+        local text
+        H.wait_until(function()
+            text = scrape(port)
+            return size(text, "reserved") == 1 and size(text, "delayed") == 3 and size(text, "pending") == 0
+        end, 10, "the long job reserved, three delayed")
+        assert.matches("^default: 0 pending, 3 delayed, 1 reserved %(4 in all%)", H.run({ "size" }).stdout)
+        H.wait_until(function() return size(scrape(port), "reserved") == 0 end, 20, "the long job done")
+        promtool_check(scrape(port))
     end)
 
     it("escapes labels: no class name breaks the text", function()

@@ -135,6 +135,40 @@ static int fleet_total(struct buffer *out, const char *name, const char *type, c
                      (unsigned long long)value);
 }
 
+/* The queues' sizes of the slot that reported them last, within SIZES_FRESH
+ * seconds (none when the worker that reads them is held up longer). */
+#define SIZES_FRESH 60
+static int queue_sizes(struct buffer *out, struct slot *const *slots, int n)
+{
+    struct counts_queue_size best[COUNTS_QUEUES], these[COUNTS_QUEUES];
+    uint32_t nbest = 0;
+    uint64_t best_at = 0, at = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t k = counts_read_sizes(&slots[i]->counts, these, &at);
+        if (k && at > best_at) {
+            memcpy(best, these, k * sizeof *these);
+            nbest = k;
+            best_at = at;
+        }
+    }
+    if (nbest && slot_now_ns() - best_at > (uint64_t)SIZES_FRESH * 1000000000u)
+        nbest = 0;
+    const char *name = "luaworker_queue_size";
+    if (printf_to(out, "# HELP %s The jobs of each queue the workers work, as Laravel's size() "
+                  "counts them, by state: pending, delayed, reserved (they add up to it).\n"
+                  "# TYPE %s gauge\n", name, name))
+        return -1;
+    static const char *const states[3] = {"pending", "delayed", "reserved"};
+    for (uint32_t i = 0; i < nbest; i++) {
+        uint64_t parts[3] = {best[i].pending, best[i].delayed, best[i].reserved};
+        for (int p = 0; p < 3; p++)
+            if (printf_to(out, "%s{queue=\"", name) || label_value(out, best[i].queue) ||
+                printf_to(out, "\",state=\"%s\"} %llu\n", states[p], (unsigned long long)parts[p]))
+                return -1;
+    }
+    return 0;
+}
+
 int metrics_text(struct buffer *out, struct slot *const *slots, int n, int running)
 {
     size_t count = 0;
@@ -189,6 +223,7 @@ int metrics_text(struct buffer *out, struct slot *const *slots, int n, int runni
             fleet_total(out, "luaworker_job_timeouts_total", "counter",
                         "Worker processes ended for a job that ran past its timeout.", timeouts) ||
             fleet_total(out, "luaworker_connection_losses_total", "counter",
-                        "Outages of the workers' connections to Redis.", losses);
+                        "Outages of the workers' connections to Redis.", losses) ||
+            queue_sizes(out, slots, n);
     return r ? -1 : 0;
 }

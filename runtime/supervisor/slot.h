@@ -9,6 +9,7 @@
  * Who writes what, and when:
  *   supervisor, before it starts a worker: predecessor, predecessor_job,
  *     predecessor_timeout, predecessor_death, replacing; it zeroes the worker's part.
+ *     Once, at start: reports_sizes.
  *   worker: id, once, before it takes a job; ready once its handlers are loaded; the
  *     job fields (a sequence lock) each time a job in flight gets or leaves the CPU;
  *     in_flight; reason just before it exits.
@@ -38,6 +39,8 @@ struct slot {
                                       * for a crash */
     uint32_t replacing;              /* 1 when the fleet was running before this worker
                                       * started (it replaces one), 0 at the fleet's start */
+    uint32_t reports_sizes;          /* 1 when its workers report their queues' sizes
+                                      * (--metrics: one slot of the fleet does) */
     /* the metrics' counts (slot_counts): kept across the slot's workers */
     struct slot_counts counts;
     /* written by the worker */

@@ -37,6 +37,39 @@ struct counts_series *counts_series_of(struct slot_counts *c, const char *queue,
     return other;
 }
 
+void counts_report_sizes(struct slot_counts *c, const struct counts_queue_size *sizes, uint32_t n,
+                         uint64_t now_ns)
+{
+    if (n > COUNTS_QUEUES)
+        n = COUNTS_QUEUES;
+    uint32_t seq = atomic_load_explicit(&c->sizes_seq, memory_order_relaxed);
+    atomic_store_explicit(&c->sizes_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    c->nsizes = n;
+    memcpy(c->sizes, sizes, n * sizeof *sizes);
+    atomic_store_explicit(&c->sizes_at_ns, now_ns, memory_order_relaxed);
+    atomic_store_explicit(&c->sizes_seq, seq + 2, memory_order_release);
+}
+
+uint32_t counts_read_sizes(const struct slot_counts *c, struct counts_queue_size *out,
+                           uint64_t *at_ns)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t before = atomic_load_explicit(&c->sizes_seq, memory_order_acquire);
+        if (before & 1)
+            continue;
+        uint32_t n = c->nsizes;
+        if (n > COUNTS_QUEUES)
+            n = COUNTS_QUEUES;
+        memcpy(out, c->sizes, n * sizeof *out);
+        *at_ns = atomic_load_explicit(&c->sizes_at_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&c->sizes_seq, memory_order_relaxed) == before)
+            return n;
+    }
+    return 0;
+}
+
 void counts_outcome(struct counts_series *s, enum counts_outcome outcome)
 {
     atomic_fetch_add_explicit(&s->outcomes[outcome], 1, memory_order_relaxed);

@@ -44,12 +44,27 @@ struct counts_series {
     _Atomic uint64_t buckets[COUNTS_BUCKETS];  /* attempts up to each bound (not cumulative) */
 };
 
+/* Queues whose sizes a slot keeps (the worker's first ones). */
+#define COUNTS_QUEUES 16
+
+/* A queue's size as Laravel's size() counts it, in its three parts. */
+struct counts_queue_size {
+    char queue[COUNTS_QUEUE];
+    uint64_t pending, delayed, reserved;
+};
+
 struct slot_counts {
     _Atomic uint64_t connection_losses;  /* outages of the worker's connections (worker) */
     _Atomic uint64_t restarts;           /* workers started in this slot after the first
                                           * (supervisor) */
     _Atomic uint64_t timeouts;           /* processes ended for a job's timeout (supervisor) */
     struct counts_series series[COUNTS_SERIES];
+    /* the sizes of the worker's queues (worker, when its slot reports them: every
+     * second), under a sequence lock (odd while they change) */
+    _Atomic uint32_t sizes_seq;
+    _Atomic uint64_t sizes_at_ns;        /* CLOCK_MONOTONIC of the last report, 0 for none */
+    uint32_t nsizes;
+    struct counts_queue_size sizes[COUNTS_QUEUES];
 };
 
 /* Worker side: the series of queue and job (names cut to fit), made when new.
@@ -61,5 +76,16 @@ void counts_outcome(struct counts_series *s, enum counts_outcome outcome);
 
 /* Worker side: an attempt that took seconds. */
 void counts_attempt(struct counts_series *s, double seconds);
+
+/* Worker side: the sizes of its queues now (at most COUNTS_QUEUES of them), at
+ * now_ns (CLOCK_MONOTONIC). */
+void counts_report_sizes(struct slot_counts *c, const struct counts_queue_size *sizes, uint32_t n,
+                         uint64_t now_ns);
+
+/* Supervisor side: a consistent copy of the sizes (up to COUNTS_QUEUES) into out,
+ * and when they were reported. Returns how many, 0 when none (or the worker was
+ * writing them all along). */
+uint32_t counts_read_sizes(const struct slot_counts *c, struct counts_queue_size *out,
+                           uint64_t *at_ns);
 
 #endif

@@ -484,6 +484,7 @@ int supervisor_run(char **argv, int processes, const char *watch_dir, const char
         for (int i = 0; s.slots && i < processes; i++)
             s.slots[i] = s.workers[i].slot;
         s.metrics = s.slots ? metrics_server_start(s.loop, metrics, render, &s, err, sizeof err) : NULL;
+        s.workers[0].slot->reports_sizes = 1;  /* the queues' sizes: one worker reads them */
         if (!s.metrics) {
             fprintf(stderr, "luaworker: cannot start: %s\n", s.slots ? err : "out of memory");
             free(s.slots);

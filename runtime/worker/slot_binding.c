@@ -153,7 +153,46 @@ static int l_host_count_connection_loss(lua_State *L)
     return 0;
 }
 
+/* host.reports_queue_sizes() -> whether this worker reports its queues' sizes
+ * (host.report_queue_sizes) for the metrics. */
+static int l_host_reports_queue_sizes(lua_State *L)
+{
+    lua_pushboolean(L, sl.slot && sl.slot->reports_sizes);
+    return 1;
+}
+
+/* host.report_queue_sizes({ {queue, pending, delayed, reserved}, ... }): the
+ * sizes of the worker's queues now (the first COUNTS_QUEUES). */
+static int l_host_report_queue_sizes(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    struct counts_queue_size sizes[COUNTS_QUEUES];
+    uint32_t n = 0;
+    for (int i = 1; n < COUNTS_QUEUES; i++) {
+        lua_rawgeti(L, 1, i);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            break;
+        }
+        struct counts_queue_size *q = &sizes[n++];
+        lua_rawgeti(L, -1, 1);
+        snprintf(q->queue, sizeof q->queue, "%s", luaL_checkstring(L, -1));
+        uint64_t *parts[3] = {&q->pending, &q->delayed, &q->reserved};
+        for (int p = 0; p < 3; p++) {
+            lua_rawgeti(L, -2 - p, p + 2);
+            lua_Number v = luaL_checknumber(L, -1);
+            *parts[p] = v > 0 ? (uint64_t)v : 0;
+        }
+        lua_pop(L, 5);
+    }
+    if (sl.slot)
+        counts_report_sizes(&sl.slot->counts, sizes, n, slot_now_ns());
+    return 0;
+}
+
 static const luaL_Reg functions[] = {
+    {"reports_queue_sizes", l_host_reports_queue_sizes},
+    {"report_queue_sizes", l_host_report_queue_sizes},
     {"count_job", l_host_count_job},
     {"count_attempt", l_host_count_attempt},
     {"report_in_flight", l_host_report_in_flight},

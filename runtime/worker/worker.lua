@@ -14,6 +14,7 @@ local cache = require "luaworker.queue.cache"
 local events = require "luaworker.base.events"
 local handlers = require "luaworker.worker.handlers"
 local handler_env = require "luaworker.worker.handler_env"
+local queue_sizes = require "luaworker.worker.queue_sizes"
 local output = require "luaworker.worker.output"
 local process = require "luaworker.worker.process"
 local in_flight = require "luaworker.worker.in_flight"
@@ -327,6 +328,7 @@ function M.run(cli, cfg)
     if not set_up and refuses_start(tostring(setup_err)) then return 2 end
     recover_predecessor()
     stop_signal.watch()
+    queue_sizes.start(queues)
 
     local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
