@@ -14,6 +14,7 @@ local php_json = require "luaworker.php.json"
 local json = require "luaworker.base.json"
 local dump = require "luaworker.base.dump"
 local call_queued_handler = require "luaworker.worker.call_queued_handler"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
@@ -342,6 +343,13 @@ function M.peek(cli, config)
     local q = queue_name(cli, config, connection)
     if not usable(q, connection) then return 2 end
     return require("luaworker.commands.peek").run(cli, connection, q)
+end
+
+-- status [connection]: the live workers (luaworker.commands.status).
+function M.status(cli, config)
+    local connection = connection_of(cli, config)
+    if connection ~= config.connection_name then settings.connection_name = connection end
+    return require("luaworker.commands.status")(cli, config)
 end
 
 -- run PAYLOAD: one job through its handler, touching no queue (luaworker.commands.run).

@@ -98,6 +98,12 @@ static const struct cli_option push_options[] = {
     END,
 };
 
+static const struct cli_option status_options[] = {
+    FLAG("json", "one JSON object per worker"),
+    COMMON_OPTIONS,
+    END,
+};
+
 static const struct cli_option run_options[] = {
     TEXT("handlers", "./handlers", "directory of the Lua handlers"),
     TEXT("queue", NULL, "the queue the job is taken to be on (default: REDIS_QUEUE or 'default')"),
@@ -152,6 +158,9 @@ static const struct cli_command commands[] = {
      "on PostgreSQL: add (or take away) the trigger that wakes idle workers of the database queue "
      "when a job is pushed", common_options},
     {"restart", "", 0, 0, "tell every worker (luaworker or queue:work) to exit after its current job", common_options},
+    {"status", "[connection]", 0, 1,
+     "list the live luaworker workers on this connection, fleet by fleet: pids, queues, jobs in "
+     "flight and done, uptime, memory", status_options},
     {"make", "<class>", 1, 1,
      "write a handler for a job class (and its spec), refusing to overwrite", make_options},
     {"run", "<payload-file | ->", 1, 1,

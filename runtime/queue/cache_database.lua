@@ -87,6 +87,17 @@ function Store:increment(key)
     end)
 end
 
+-- The unexpired items whose key starts with prefix (after the cache prefix; no %
+-- or _ in it): { {key =, value = serialized}, ... }, key without the cache prefix.
+function Store:items_like(prefix)
+    local rows = self:db():select("select " .. self:key_column() .. " as k, value from " .. self.table
+        .. " where " .. self:key_column() .. " like ? and expiration > ?",
+        { self.prefix .. prefix .. "%", host.now() })
+    local items = {}
+    for i, row in ipairs(rows) do items[i] = { key = row.k:sub(#self.prefix + 1), value = row.value } end
+    return items
+end
+
 function Store:forget(key)
     self:db():delete("delete from " .. self.table .. " where " .. self:key_column() .. " = ?",
         { self.prefix .. key })

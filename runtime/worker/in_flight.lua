@@ -21,6 +21,7 @@ local M = {}
 
 local concurrency = 1
 local count = 0               -- jobs in flight
+local done = 0                -- jobs whose time in flight ended
 -- how often jobs end: the host.clock() of the last end, and the mean time between
 -- two ends (a moving average; nil before the second end)
 local last_end, between
@@ -40,6 +41,7 @@ end
 -- Job's time in flight ended (its task ended, or its timeout was handled).
 local function ended(job)
     count = count - 1
+    done = done + 1
     host.report_in_flight(count)
     flying[job] = nil
     local now = host.clock()
@@ -90,6 +92,11 @@ function M.configure(n)
 end
 
 -- How many jobs are in flight.
+-- How many jobs ended their time in flight in this process.
+function M.done()
+    return done
+end
+
 function M.count()
     return count
 end

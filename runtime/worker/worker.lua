@@ -15,6 +15,7 @@ local events = require "luaworker.base.events"
 local handlers = require "luaworker.worker.handlers"
 local handler_env = require "luaworker.worker.handler_env"
 local queue_sizes = require "luaworker.worker.queue_sizes"
+local fleet_record = require "luaworker.worker.fleet_record"
 local output = require "luaworker.worker.output"
 local process = require "luaworker.worker.process"
 local in_flight = require "luaworker.worker.in_flight"
@@ -172,6 +173,7 @@ local function stop(status, reason)
         in_flight.drain()
     end
     give_back(reservations.retire)
+    fleet_record.stop()
     events.fire_safely("stopping", nil, nil, { status = status, reason = reason,
         queue = options.queue_list })
     host.report_exit(reason)
@@ -329,6 +331,7 @@ function M.run(cli, cfg)
     recover_predecessor()
     stop_signal.watch()
     queue_sizes.start(queues)
+    fleet_record.start(options.heartbeat)
 
     local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
@@ -348,6 +351,7 @@ function M.run(cli, cfg)
             host.sleep(options.sleep, true)
         end
         give_back(reservations.retire)
+        fleet_record.stop()
         return EXIT_OK
     end
 

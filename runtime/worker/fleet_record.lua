@@ -1,0 +1,79 @@
+-- luaworker.worker.fleet_record: this worker's record for `luaworker status`
+-- (queue/fleet_records.lua): who it is (host, pid, its supervisor's pid), what it
+-- works (connection, queues, concurrency) and how it does (jobs in flight, jobs
+-- done, since when, memory), written at start and every TTL/4, living TTL (its
+-- heartbeat's, --heartbeat), removed when it stops. A store that fails is said
+-- once; the record then lapses, the worker goes on.
+local host = require "luaworker.host"
+local task = require "luaworker.loop.task"
+local settings = require "luaworker.base.settings"
+local fleet_records = require "luaworker.queue.fleet_records"
+local in_flight = require "luaworker.worker.in_flight"
+local output = require "luaworker.worker.output"
+
+local M = {}
+
+local where, ttl, started_at, said
+local id = host.identity()
+
+-- The pid of this process's parent (its supervisor), from /proc.
+local function parent_pid()
+    local f = io.open("/proc/self/stat")
+    local stat = f and f:read("*l")
+    if f then f:close() end
+    return tonumber(stat and stat:match("%) %S+ (%d+)")) or 0
+end
+
+local function record()
+    local name, pid = id:match("^(.*):(%d+):[^:]*$")
+    return {
+        id = id, host = name or id, pid = tonumber(pid) or 0, supervisor = parent_pid(),
+        connection = settings.connection_name, queues = settings.options.queue_list,
+        concurrency = settings.options.concurrency, in_flight = in_flight.count(),
+        done = in_flight.done(), started_at = started_at, rss_mb = host.rss_mb(),
+        laravel = string.format("%d.%d", settings.config.laravel_version or 0,
+            settings.config.laravel_minor or 0),
+    }
+end
+
+local function write()
+    local ok, _, trace = task.run(fleet_records.write, where, record(), ttl)
+    if ok then
+        said = false
+    elseif not said then
+        said = true
+        output.error("cannot keep this worker's record for luaworker status (tried again every "
+            .. string.format("%.1f", ttl / 4) .. " s): " .. tostring(trace))
+    end
+end
+
+-- Starts keeping the record (ttl: the heartbeat's, seconds).
+function M.start(heartbeat)
+    local why
+    where, why = fleet_records.place()
+    if not where then
+        output.error("no record for luaworker status: " .. why)
+        return
+    end
+    ttl, started_at = heartbeat, host.now()
+    write()
+    task.spawn(function(_, ok, err, trace)
+        if not ok then output.error("internal error while keeping the worker's record: " .. tostring(trace or err)) end
+    end, nil, function()
+        while not settings.giving_up() do
+            host.sleep(ttl / 4, true)
+            if settings.giving_up() then return end
+            write()
+        end
+    end)
+end
+
+-- Removes the record (the worker stops).
+function M.stop()
+    if not where then return end
+    local ok, _, trace = task.run(fleet_records.remove, where, id)
+    if not ok then output.error("cannot remove this worker's record for luaworker status: " .. tostring(trace)) end
+    where = nil
+end
+
+return M
