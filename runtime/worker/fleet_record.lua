@@ -3,7 +3,8 @@
 -- works (connection, queues, concurrency) and how it does (jobs in flight, jobs
 -- done, since when, memory), written at start and every TTL/4, living TTL (its
 -- heartbeat's, --heartbeat), removed when it stops. A store that fails is said
--- once; the record then lapses, the worker goes on.
+-- once; the record then lapses, the worker goes on. None is kept in a cache store
+-- that cannot list its keys (the file store).
 local host = require "luaworker.host"
 local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
@@ -49,12 +50,9 @@ end
 
 -- Starts keeping the record (ttl: the heartbeat's, seconds).
 function M.start(heartbeat)
-    local why
-    where, why = fleet_records.place()
-    if not where then
-        output.error("no record for luaworker status: " .. why)
-        return
-    end
+    -- a store that cannot list its keys keeps none (`luaworker status` says why)
+    where = fleet_records.place()
+    if not where then return end
     ttl, started_at = heartbeat, host.now()
     write()
     task.spawn(function(_, ok, err, trace)
