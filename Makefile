@@ -51,14 +51,14 @@ endif
 OBJ      = obj
 C_SRC    = $(wildcard runtime/*.c runtime/*/*.c)
 LUA_SRC  = $(wildcard runtime/*.lua runtime/*/*.lua)
-C_OBJ    = $(C_SRC:runtime/%.c=$(OBJ)/%.o)
+C_OBJ    = $(C_SRC:runtime/%.c=$(OBJ)/%.o) $(OBJ)/supervisor/live_page_html.o
 LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev libpq-dev \
             libsqlite3-dev libmariadb-dev libmicrohttpd-dev
-DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-sec lua-posix lua-redis openssl postgresql sqlite3 mariadb-server libfaketime supervisor prometheus curl \
+DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-sec lua-posix lua-redis openssl postgresql sqlite3 mariadb-server libfaketime supervisor prometheus curl chromium \
             php-cli php-redis php-sqlite3 php-mysql php-pgsql php-laravel-framework php-guzzlehttp-guzzle
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind
@@ -69,6 +69,14 @@ all: luaworker
 
 luaworker: $(C_OBJ) $(LUA_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The live page (runtime/supervisor/live_page.h) as a C array of its bytes.
+$(OBJ)/supervisor/live_page_html.c: runtime/supervisor/live_page.html Makefile
+	@mkdir -p $(dir $@)
+	{ echo '#include "supervisor/live_page.h"'; echo 'const unsigned char live_page_html[] = {'; \
+	  od -An -v -tx1 runtime/supervisor/live_page.html | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
+$(OBJ)/supervisor/live_page_html.o: $(OBJ)/supervisor/live_page_html.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 # runtime/version.c says VERSION: rebuilt when this file changes.
 $(OBJ)/version.o: CFLAGS += -DLUAWORKER_VERSION='"$(VERSION)"'

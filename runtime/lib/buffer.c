@@ -1,6 +1,8 @@
 /* A growing byte buffer: see buffer.h. */
 #include "lib/buffer.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +40,21 @@ int buffer_add(struct buffer *b, const void *p, size_t n)
     if (n)
         memcpy(b->data + b->len, p, n);
     buffer_commit(b, n);
+    return 0;
+}
+
+int buffer_printf(struct buffer *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || buffer_reserve(b, (size_t)n))
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    buffer_commit(b, (size_t)n);
     return 0;
 }
 

@@ -25,6 +25,9 @@ int buffer_reserve(struct buffer *b, size_t n);
 /* Counts n bytes written at data + len after buffer_reserve(b, n or more). */
 void buffer_commit(struct buffer *b, size_t n);
 
+/* Appends printf's text of fmt. Returns 0, or -1 when out of memory. */
+int buffer_printf(struct buffer *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Frees the bytes; b is empty again. */
 void buffer_free(struct buffer *b);
 

@@ -389,6 +389,13 @@ function Queue:size(q)
     return tonumber(r.total), tonumber(r.pending_jobs), tonumber(r.delayed_jobs), tonumber(r.reserved_jobs)
 end
 
+-- The available_at of q's oldest waiting row (due, not reserved) at now, or nil.
+function Queue:oldest_pending_at(q, now)
+    local r = self.db:select("select min(available_at) as at from " .. self.quoted_table
+        .. " where queue = ? and reserved_at is null and available_at <= ?", { q, now })[1]
+    return r and tonumber(r.at) or nil
+end
+
 -- For `luaworker peek`: count rows of q in state ("pending": available now,
 -- "delayed", "reserved") from the offset-th on, in the order peek shows them
 -- (pending by id, delayed by when due, reserved by when reserved), as {id =,

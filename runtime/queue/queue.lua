@@ -357,6 +357,13 @@ function M.size(q)
     return r[1], r[2], r[3], r[4]
 end
 
+-- The payload of q's oldest waiting job (the head of its list), or nil.
+function M.oldest_pending(q)
+    local list = M.keys(q)
+    local payload = redis.call("queue", "LINDEX", list, 0)
+    return type(payload) == "string" and payload or nil
+end
+
 -- For `luaworker peek`: count jobs of q in state ("pending": the list, oldest first;
 -- "delayed" and "reserved": their sets, soonest first) from the offset-th on, as
 -- {payload =, due = the set's score (when due, when the reservation expires)}.

@@ -111,7 +111,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (status == 200) {
         ok = reply(c, 200, type, out.data ? out.data : "", out.len);
     } else if (status == 404) {
-        static const char text[] = "not found: /metrics is served\n";
+        static const char text[] = "not found: / (the live page), /metrics and /fleet.json are served\n";
         ok = reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", text, sizeof text - 1);
     } else {
         static const char text[] = "the metrics could not be made\n";

@@ -70,6 +70,55 @@ uint32_t counts_read_sizes(const struct slot_counts *c, struct counts_queue_size
     return 0;
 }
 
+void counts_failure(struct slot_counts *c, const char *queue, const char *job, const char *exception,
+                    uint64_t at)
+{
+    uint32_t seq = atomic_load_explicit(&c->failures_seq, memory_order_relaxed);
+    atomic_store_explicit(&c->failures_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    struct counts_failure *f = &c->failures[c->failures_next % COUNTS_FAILURES];
+    f->at = at;
+    set_name(f->queue, sizeof f->queue, queue);
+    set_name(f->job, sizeof f->job, job);
+    set_name(f->exception, sizeof f->exception, exception);
+    c->failures_next++;
+    atomic_store_explicit(&c->failures_seq, seq + 2, memory_order_release);
+    uint64_t minute = at / 60;
+    int i = (int)(minute % 60);
+    if (atomic_load_explicit(&c->failed_minute[i], memory_order_relaxed) != minute) {
+        atomic_store_explicit(&c->failed_in_minute[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&c->failed_minute[i], minute, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&c->failed_in_minute[i], 1, memory_order_relaxed);
+}
+
+uint32_t counts_read_failures(const struct slot_counts *c, struct counts_failure *out)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t before = atomic_load_explicit(&c->failures_seq, memory_order_acquire);
+        if (before & 1)
+            continue;
+        uint32_t next = c->failures_next, n = next < COUNTS_FAILURES ? next : COUNTS_FAILURES;
+        for (uint32_t k = 0; k < n; k++)
+            out[k] = c->failures[(next - 1 - k) % COUNTS_FAILURES];
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&c->failures_seq, memory_order_relaxed) == before)
+            return n;
+    }
+    return 0;
+}
+
+uint64_t counts_failed_last_hour(const struct slot_counts *c, uint64_t now)
+{
+    uint64_t minute = now / 60, total = 0;
+    for (int i = 0; i < 60; i++) {
+        uint64_t m = atomic_load_explicit(&c->failed_minute[i], memory_order_relaxed);
+        if (m + 60 > minute && m <= minute)
+            total += atomic_load_explicit(&c->failed_in_minute[i], memory_order_relaxed);
+    }
+    return total;
+}
+
 void counts_outcome(struct counts_series *s, enum counts_outcome outcome)
 {
     atomic_fetch_add_explicit(&s->outcomes[outcome], 1, memory_order_relaxed);

@@ -47,10 +47,23 @@ struct counts_series {
 /* Queues whose sizes a slot keeps (the worker's first ones). */
 #define COUNTS_QUEUES 16
 
-/* A queue's size as Laravel's size() counts it, in its three parts. */
+/* A queue's size as Laravel's size() counts it, in its three parts, and how long
+ * its oldest waiting job has waited (seconds; -1 when its payload does not say). */
 struct counts_queue_size {
     char queue[COUNTS_QUEUE];
     uint64_t pending, delayed, reserved;
+    int64_t oldest_wait;
+};
+
+/* The last failures a slot keeps (for the live page), and their exception's first
+ * line. */
+#define COUNTS_FAILURES 8
+#define COUNTS_EXCEPTION 160
+struct counts_failure {
+    uint64_t at;                     /* Unix seconds */
+    char queue[COUNTS_QUEUE];
+    char job[COUNTS_JOB];
+    char exception[COUNTS_EXCEPTION];
 };
 
 struct slot_counts {
@@ -65,6 +78,13 @@ struct slot_counts {
     _Atomic uint64_t sizes_at_ns;        /* CLOCK_MONOTONIC of the last report, 0 for none */
     uint32_t nsizes;
     struct counts_queue_size sizes[COUNTS_QUEUES];
+    /* the last failures (worker), a ring under a sequence lock, and failures by
+     * minute (Unix minute % 60, with the minute each counts) */
+    _Atomic uint32_t failures_seq;
+    uint32_t failures_next;          /* the ring's next place; how many were written */
+    struct counts_failure failures[COUNTS_FAILURES];
+    _Atomic uint64_t failed_in_minute[60];
+    _Atomic uint64_t failed_minute[60];
 };
 
 /* Worker side: the series of queue and job (names cut to fit), made when new.
@@ -81,6 +101,18 @@ void counts_attempt(struct counts_series *s, double seconds);
  * now_ns (CLOCK_MONOTONIC). */
 void counts_report_sizes(struct slot_counts *c, const struct counts_queue_size *sizes, uint32_t n,
                          uint64_t now_ns);
+
+/* Worker side: a job failed for good at (Unix seconds), with its exception's
+ * first line. */
+void counts_failure(struct slot_counts *c, const char *queue, const char *job, const char *exception,
+                    uint64_t at);
+
+/* Supervisor side: a consistent copy of the last failures (up to COUNTS_FAILURES,
+ * newest first) into out. Returns how many. */
+uint32_t counts_read_failures(const struct slot_counts *c, struct counts_failure *out);
+
+/* Supervisor side: the failures of the 60 minutes up to now (Unix seconds). */
+uint64_t counts_failed_last_hour(const struct slot_counts *c, uint64_t now);
 
 /* Supervisor side: a consistent copy of the sizes (up to COUNTS_QUEUES) into out,
  * and when they were reported. Returns how many, 0 when none (or the worker was

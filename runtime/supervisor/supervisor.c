@@ -18,6 +18,8 @@
 #include "supervisor/reload_check.h"
 #include "supervisor/metrics_server.h"
 #include "supervisor/metrics_text.h"
+#include "supervisor/fleet_json.h"
+#include "supervisor/live_page.h"
 #include "loop/signals.h"
 #include "supervisor/slot.h"
 
@@ -61,6 +63,7 @@ struct supervisor {
     struct reload_check check;  /* the handlers' check before a reload */
     struct metrics_server *metrics;  /* --metrics's endpoint, or NULL */
     struct slot **slots;        /* the workers' slots, for the metrics */
+    int *pids;                  /* their pids, for the live page */
     char changed[512];          /* the files whose change the check is for */
     int recheck;                /* they changed again while it ran */
     int stopping;
@@ -432,17 +435,30 @@ static void free_workers(struct supervisor *s)
     free(s->workers);
 }
 
-/* metrics_server's render: /metrics, the fleet's metrics (metrics_text). */
+/* metrics_server's render: /metrics, the fleet's metrics (metrics_text); /, the
+ * live page (live_page), and /fleet.json, what it shows (fleet_json). */
 static int render(void *data, const char *path, struct buffer *out, const char **type)
 {
     struct supervisor *s = data;
-    if (strcmp(path, "/metrics") != 0)
-        return 404;
     int running = 0;
-    for (int i = 0; i < s->nworkers; i++)
+    for (int i = 0; i < s->nworkers; i++) {
+        s->pids[i] = s->workers[i].pid;
         running += s->workers[i].pid != 0;
-    *type = "text/plain; version=0.0.4; charset=utf-8";
-    return metrics_text(out, s->slots, s->nworkers, running) ? 500 : 200;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        *type = "text/plain; version=0.0.4; charset=utf-8";
+        return metrics_text(out, s->slots, s->nworkers, running) ? 500 : 200;
+    }
+    if (strcmp(path, "/fleet.json") == 0) {
+        *type = "application/json";
+        return fleet_json(out, s->slots, s->pids, s->nworkers, (uint64_t)time(NULL)) ? 500 : 200;
+    }
+    if (strcmp(path, "/") == 0) {
+        *type = "text/html; charset=utf-8";
+        const char *page = (const char *)live_page_html;
+        return buffer_add(out, page, strlen(page)) ? 500 : 200;
+    }
+    return 404;
 }
 
 int supervisor_run(char **argv, int processes, const char *watch_dir, const char *metrics)
@@ -481,13 +497,16 @@ int supervisor_run(char **argv, int processes, const char *watch_dir, const char
         /* a port in use or a missing library lasts: bad input, before any worker */
         char err[512];
         s.slots = calloc((size_t)processes, sizeof *s.slots);
+        s.pids = calloc((size_t)processes, sizeof *s.pids);
         for (int i = 0; s.slots && i < processes; i++)
             s.slots[i] = s.workers[i].slot;
-        s.metrics = s.slots ? metrics_server_start(s.loop, metrics, render, &s, err, sizeof err) : NULL;
+        s.metrics = s.slots && s.pids ? metrics_server_start(s.loop, metrics, render, &s, err, sizeof err)
+                                      : NULL;
         s.workers[0].slot->reports_sizes = 1;  /* the queues' sizes: one worker reads them */
         if (!s.metrics) {
-            fprintf(stderr, "luaworker: cannot start: %s\n", s.slots ? err : "out of memory");
+            fprintf(stderr, "luaworker: cannot start: %s\n", s.slots && s.pids ? err : "out of memory");
             free(s.slots);
+            free(s.pids);
             free_workers(&s);
             close(s.exe_fd);
             return 2;
@@ -520,6 +539,7 @@ int supervisor_run(char **argv, int processes, const char *watch_dir, const char
     ev_run(s.loop, 0);
     metrics_server_stop(s.metrics);
     free(s.slots);
+    free(s.pids);
     handler_watch_stop(s.watch);
     ev_ref(s.loop);
     ev_timer_stop(s.loop, &s.poll);

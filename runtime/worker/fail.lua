@@ -102,6 +102,7 @@ function record(job, err, trace)
     }, job.form.removal, exc)
     job:mark_as_deleted()
     host.count_job(job:queue(), job:name(), "failed")
+    host.record_failure(job:queue(), job:name(), exc.class .. ": " .. (tostring(exc.message):match("^[^\n]*")))
 
     local handler = handlers.resolve(payload)
     local command = handler and call_queued_handler.command_of(job)

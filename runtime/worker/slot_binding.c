@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loop/system.h"
@@ -135,6 +136,17 @@ static int l_host_count_attempt(lua_State *L)
     return 0;
 }
 
+/* host.record_failure(queue, class, exception): a job failed for good now, its
+ * exception's first line (for the live page; cut to fit). */
+static int l_host_record_failure(lua_State *L)
+{
+    const char *queue = luaL_checkstring(L, 1), *job = class_arg(L, 2);
+    const char *exception = luaL_checkstring(L, 3);
+    if (sl.slot)
+        counts_failure(&sl.slot->counts, queue, job, exception, (uint64_t)time(NULL));
+    return 0;
+}
+
 /* host.report_in_flight(n): the worker has n jobs in flight. */
 static int l_host_report_in_flight(lua_State *L)
 {
@@ -161,8 +173,9 @@ static int l_host_reports_queue_sizes(lua_State *L)
     return 1;
 }
 
-/* host.report_queue_sizes({ {queue, pending, delayed, reserved}, ... }): the
- * sizes of the worker's queues now (the first COUNTS_QUEUES). */
+/* host.report_queue_sizes({ {queue, pending, delayed, reserved, oldest_wait}, ... }):
+ * the sizes of the worker's queues now (the first COUNTS_QUEUES), and how long the
+ * oldest waiting job of each has waited (seconds, nil when unknown). */
 static int l_host_report_queue_sizes(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -183,7 +196,10 @@ static int l_host_report_queue_sizes(lua_State *L)
             lua_Number v = luaL_checknumber(L, -1);
             *parts[p] = v > 0 ? (uint64_t)v : 0;
         }
-        lua_pop(L, 5);
+        lua_rawgeti(L, -5, 5);
+        lua_Number wait = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        q->oldest_wait = wait >= 0 ? (int64_t)wait : -1;
+        lua_pop(L, 6);
     }
     if (sl.slot)
         counts_report_sizes(&sl.slot->counts, sizes, n, slot_now_ns());
@@ -194,6 +210,7 @@ static const luaL_Reg functions[] = {
     {"reports_queue_sizes", l_host_reports_queue_sizes},
     {"report_queue_sizes", l_host_report_queue_sizes},
     {"count_job", l_host_count_job},
+    {"record_failure", l_host_record_failure},
     {"count_attempt", l_host_count_attempt},
     {"report_in_flight", l_host_report_in_flight},
     {"count_connection_loss", l_host_count_connection_loss},
