@@ -27,7 +27,7 @@ local WORK_DEFAULTS = {
     { "timeout", "60" }, { "tries", "1" },
 }
 
-local COMMANDS = { "work", "failed", "retry", "forget", "flush", "push", "size", "peek", "clear", "notify", "restart", "make", "run", "test", "lua" }
+local COMMANDS = { "work", "failed", "retry", "forget", "flush", "push", "size", "peek", "clear", "notify", "restart", "status", "make", "run", "test", "lua" }
 
 local function option_line(stdout, name)
     return stdout:match("\n  (%-%-" .. name:gsub("%-", "%%-") .. "[= ][^\n]*)\n")
@@ -149,7 +149,7 @@ describe("luaworker command line", function()
 
     it("rejects an unknown command, naming every command there is", function()
         rejects({ "bogus" }, "unknown command 'bogus' (expected one of: work, failed, retry, forget, "
-            .. "flush, push, size, peek, clear, notify, restart, make, run, test, lua, help)")
+            .. "flush, push, size, peek, clear, notify, restart, status, make, run, test, lua, help)")
     end)
 
     it("rejects an unknown long option", function()
