@@ -15,6 +15,7 @@ return { handle = function(job, command)
     if command.mode == "release" and job:attempts() == 1 then return job:release(0) end
     if command.mode == "slow" then luaworker.sleep(0.3) end
     if command.mode == "long" then luaworker.sleep(6) end
+    if command.mode == "spin" then while true do end end
     local f = io.open(command.done, "a")
     f:write("x")
     f:close()
@@ -176,6 +177,23 @@ describe("luaworker work --metrics", function()
         end)
         os.execute("kill $(cat " .. H.quote(prometheus .. "/pid") .. ") 2>/dev/null")
         assert(ok, err)
+    end)
+
+    it("counts a job that kept the CPU past its timeout: its process ended, the job failed by its successor", function()
+        local _, port = fleet({ "--timeout=1" })
+        local done = H.tmpdir() .. "/done"
+        assert.are.equal(0, H.run({ "push", CLASS, cjson.encode({ mode = "spin", done = done }),
+            "--tries=1" }).status)
+        assert.are.equal(0, H.run({ "push", CLASS, cjson.encode({ mode = "ok", done = done }) }).status)
+        local text
+        H.wait_until(function()
+            text = scrape(port)
+            return sample(text, "luaworker_job_timeouts_total") == 1
+                and sample(text, "luaworker_jobs_failed_total" .. LABELS) == 1
+                and sample(text, "luaworker_jobs_processed_total" .. LABELS) == 1
+        end, 20, "the timeout, the failure and the other job")
+        assert.is_true(sample(text, "luaworker_worker_restarts_total") >= 1)
+        assert.are.equal(0, sample(text, "luaworker_jobs_in_flight"))
     end)
 
     it("says each queue's size, as Laravel's size() counts it, in its three states", function()
