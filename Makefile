@@ -60,6 +60,9 @@ DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libsqlite3-dev libmariadb-dev libmicrohttpd-dev
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-sec lua-posix lua-redis openssl postgresql sqlite3 mariadb-server libfaketime supervisor prometheus curl chromium \
             php-cli php-redis php-sqlite3 php-mysql php-pgsql php-laravel-framework php-guzzlehttp-guzzle
+# what `make demo` needs (a private redis-server, the Laravel app that pushes its jobs)
+DEB_DEMO  = redis-server php-cli php-redis php-sqlite3 php-mysql php-pgsql php-laravel-framework \
+            php-guzzlehttp-guzzle
 DEB_FUZZ  = clang libclang-rt-14-dev
 DEB_VALGRIND = valgrind
 
@@ -130,7 +133,8 @@ test: deps
 	$(MAKE) luaworker $(C_SPEC)
 	spec/run
 
-demo: deps
+demo:
+	$(MAKE) deps DEB_TEST="$(DEB_DEMO)"
 	$(MAKE) luaworker
 	examples/demo.sh
 
