@@ -3,7 +3,8 @@
 -- a TTL (a worker killed leaves the list when it lapses; one that stops removes
 -- its own). Where:
 --   a queue on Redis: its connection, <prefix>luaworker:fleet:<id> (a string) and
---     the sorted set <prefix>luaworker:fleet naming them by when they lapse (ms);
+--     the hash <prefix>luaworker:fleet naming them, each with when it lapses (Unix
+--     ms; the entries of lapsed ones are deleted by the next list);
 --   the database queue: the app's cache store (queue/cache.lua's choice): Redis,
 --     the same keys on the cache connection under the cache prefix; database, a row
 --     each (key luaworker:fleet:<id>, the JSON PHP-serialized as a string), listed
@@ -47,8 +48,8 @@ function M.write(where, record, ttl)
     end
     local ms = math.floor(ttl * 1000)
     redis.call(where.redis, "SET", where.prefix .. NAME .. ":" .. record.id, text, "PX", ms)
-    redis.call(where.redis, "ZADD", where.prefix .. NAME, math.floor(host.microtime() * 1000) + ms,
-        record.id)
+    redis.call(where.redis, "HSET", where.prefix .. NAME, record.id,
+        string.format("%d", math.floor(host.microtime() * 1000) + ms))
 end
 
 -- Removes the record of id.
@@ -57,7 +58,7 @@ function M.remove(where, id)
         where.store:forget(NAME .. ":" .. id)
         return
     end
-    redis.call(where.redis, "ZREM", where.prefix .. NAME, id)
+    redis.call(where.redis, "HDEL", where.prefix .. NAME, id)
     redis.call(where.redis, "DEL", where.prefix .. NAME .. ":" .. id)
 end
 
@@ -70,9 +71,15 @@ function M.list(where)
         end
     else
         local now = math.floor(host.microtime() * 1000)
-        local ids = redis.call(where.redis, "ZRANGEBYSCORE", where.prefix .. NAME, now, "+inf")
-        for _, id in ipairs(ids) do
-            texts[#texts + 1] = redis.call(where.redis, "GET", where.prefix .. NAME .. ":" .. id)
+        local flat = redis.call(where.redis, "HGETALL", where.prefix .. NAME)
+        for i = 1, #flat, 2 do
+            local id, lapses = flat[i], tonumber(flat[i + 1]) or 0
+            if lapses > now then
+                texts[#texts + 1] = redis.call(where.redis, "GET", where.prefix .. NAME .. ":" .. id)
+            else
+                -- a worker killed: its entry goes (one written since lapses later)
+                redis.call(where.redis, "HDEL", where.prefix .. NAME, id)
+            end
         end
     end
     local records = {}
