@@ -61,6 +61,7 @@ static const struct cli_option work_options[] = {
     WHOLE("processes", "1", 1, 512, "processes", "worker processes to run, each working the queues (a supervisor replaces any that end)"),
     {"concurrency", CLI_UINT, NULL, 1, 10000, "jobs", "jobs each process runs at once, each yielding to the others while it waits (default: LUAWORKER_CONCURRENCY, else 1)", "LUAWORKER_CONCURRENCY"},
     TEXT("handlers", "./handlers", "directory of the Lua handlers"),
+    FLAG("horizon", "keep Horizon's records of the jobs (status, lists, metrics, failures), as its listeners do, for its dashboard"),
     TEXT("metrics", NULL, "serve the fleet's Prometheus metrics at HOST:PORT, path /metrics (e.g. 127.0.0.1:9100; not with --once)"),
     FLAG("no-watch", "do not reload the workers when a handler file changes (HUP still does)"),
     WHOLE("retry-after", "90", 1, WHOLE_MAX, "seconds", "seconds a reserved job stays reserved (the connection's retry_after)"),

@@ -490,6 +490,15 @@ int config_load(struct config *c, const char *env_file, const struct laravel_ver
     } else {
         snprintf(c->prefix, sizeof c->prefix, "%s_database_", slug);
     }
+    /* Horizon's config/horizon.php: HORIZON_PREFIX, else the slug and "_horizon:"
+     * (on its own connection: REDIS_PREFIX does not apply) */
+    const char *horizon = getenv("HORIZON_PREFIX");
+    if (horizon) {
+        if (copy(c->horizon_prefix, sizeof c->horizon_prefix, horizon, "HORIZON_PREFIX", err, errlen))
+            return -1;
+    } else {
+        snprintf(c->horizon_prefix, sizeof c->horizon_prefix, "%s_horizon:", slug);
+    }
 
     /* config/cache.php: 8.x "<slug>_cache", 11.x+ "<slug>_cache_"; Laravel 8-10's
      * RedisStore appends ':' to a non-empty prefix, 11+ uses it as it is. */

@@ -37,6 +37,7 @@ struct config {
     struct redis_settings queue;  /* the 'default' Redis connection: queues, failed jobs */
     struct redis_settings cache;  /* the 'cache' connection: restart key, exception counters */
     char prefix[256];             /* key prefix of both connections (options.prefix) */
+    char horizon_prefix[256];     /* Horizon's keys' prefix (HORIZON_PREFIX, else <slug>_horizon:) */
     char cache_prefix[256];       /* cache store prefix, with the ':' Laravel 8-10 appends */
     char default_queue[256];      /* REDIS_QUEUE */
     char connection_name[64];     /* QUEUE_CONNECTION (database: the database queue), else "redis" */

@@ -308,13 +308,15 @@ static void push_redis_settings(lua_State *L, const struct redis_settings *s)
 static void push_config(lua_State *L, const struct vm *h)
 {
     const struct config *c = &h->config;
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 13);
     push_redis_settings(L, &c->queue);
     lua_setfield(L, -2, "queue_redis");
     push_redis_settings(L, &c->cache);
     lua_setfield(L, -2, "cache_redis");
     lua_pushstring(L, c->prefix);
     lua_setfield(L, -2, "prefix");
+    lua_pushstring(L, c->horizon_prefix);
+    lua_setfield(L, -2, "horizon_prefix");
     lua_pushstring(L, c->cache_prefix);
     lua_setfield(L, -2, "cache_prefix");
     lua_pushstring(L, c->default_queue);

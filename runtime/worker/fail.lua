@@ -16,6 +16,7 @@ local call_queued_handler = require "luaworker.worker.call_queued_handler"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 local db = require "luaworker.db"
+local horizon = require "luaworker.queue.horizon"
 
 local M = {}
 
@@ -101,6 +102,9 @@ function record(job, err, trace)
         exception = exc.text, now = now, failed_at = os.date("%Y-%m-%d %H:%M:%S", now),
     }, job.form.removal, exc)
     job:mark_as_deleted()
+    -- Horizon: the delete's JobDeleted (failed), then JobFailed
+    horizon.record("completed", job, true)
+    horizon.record("failed", job, exc.text)
     host.count_job(job:queue(), job:name(), "failed")
     host.record_failure(job:queue(), job:name(), exc.class .. ": " .. (tostring(exc.message):match("^[^\n]*")))
 

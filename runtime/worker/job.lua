@@ -3,6 +3,7 @@
 -- delete/release/fail must use, handed to the form of the connection that took it
 -- (worker/reservations.lua, worker/database_reservations.lua).
 local host = require "luaworker.host"
+local horizon = require "luaworker.queue.horizon"
 local payload_values = require "luaworker.base.values"
 local settings = require "luaworker.base.settings"
 local failing = require "luaworker.worker.fail"
@@ -140,6 +141,7 @@ function Job:is_deleted_or_released() return self._deleted or self._released end
 function Job:delete()
     self._deleted = true
     self.form.delete(self)
+    horizon.record("completed", self, false)
 end
 
 -- Puts the job back, available after delay seconds (default 0); the next run counts
@@ -153,6 +155,7 @@ function Job:release(delay)
     self._released = true
     self.form.release(self, math.floor(delay))
     host.count_job(self._queue, self:name(), "released")
+    horizon.record("released", self)
 end
 
 -- Fails the job for good: it is recorded in the failed store, the handler's failed()

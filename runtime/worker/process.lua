@@ -12,6 +12,7 @@ local output = require "luaworker.worker.output"
 local failing = require "luaworker.worker.fail"
 local call_queued_handler = require "luaworker.worker.call_queued_handler"
 local settings = require "luaworker.base.settings"
+local horizon = require "luaworker.queue.horizon"
 local values = require "luaworker.base.values"
 
 local M = {}
@@ -130,6 +131,7 @@ end
 function M.process(job)
     local started = host.clock()
     if not job.form.start(job) then return end
+    horizon.record("reserved", job)
     -- started first: a worker that stops meanwhile (past --memory, say) must not
     -- give back a job whose failure is on its way
     if job.undecodable then

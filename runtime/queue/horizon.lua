@@ -1,0 +1,149 @@
+-- luaworker.queue.horizon: Horizon's records of the jobs luaworker runs (`work
+-- --horizon`), as Horizon's listeners write them when its RedisQueue fires its
+-- events (laravel/horizon 5.x: RedisJobRepository, RedisMetricsRepository,
+-- RedisTagRepository), so that its dashboard shows them: under Horizon's prefix
+-- (settings.config.horizon_prefix: HORIZON_PREFIX, else the app's slug and
+-- "_horizon:"; REDIS_PREFIX does not apply), on the queue's Redis. Times are
+-- PHP's microtime(true) as PHP writes a float (14 digits). Trims are Horizon's
+-- defaults (minutes; HORIZON_TRIM_* stand for config/horizon.php's, which
+-- luaworker cannot read).
+--   reserved(job)            JobReserved: MarkJobAsReserved (and the timer)
+--   released(job)            JobReleased: MarkJobAsReleased
+--   completed(job, failed)   JobDeleted: MarkJobAsComplete, UpdateJobMetrics
+--   failed(job, exception)   JobFailed: MarkJobAsFailed, StoreTagsForFailedJob
+-- A job that fails for good is completed (failed = true) first, then failed, as
+-- Laravel deletes it before it fires JobFailed.
+local cjson = require "cjson"
+local host = require "luaworker.host"
+local redis = require "luaworker.redis"
+local php = require "luaworker.php"
+local settings = require "luaworker.base.settings"
+local values = require "luaworker.base.values"
+local log = require "luaworker.base.log"
+local task = require "luaworker.loop.task"
+
+local M = {}
+
+local decode = cjson.new().decode
+
+-- config/horizon.php's 'trim' defaults (minutes).
+local function trim(name, default)
+    return tonumber(settings.env("HORIZON_TRIM_" .. name:upper())) or default
+end
+
+-- LuaScripts::updateMetrics, as Horizon runs it.
+local UPDATE_METRICS = [[
+redis.call('hsetnx', KEYS[1], 'throughput', 0)
+redis.call('sadd', KEYS[2], KEYS[1])
+local hash = redis.call('hmget', KEYS[1], 'throughput', 'runtime')
+local throughput = hash[1] + 1
+local runtime = 0
+if hash[2] then
+    runtime = ((hash[1] * tonumber(hash[2])) + tonumber(ARGV[1])) / throughput
+else
+    runtime = tonumber(ARGV[1])
+end
+redis.call('hmset', KEYS[1], 'throughput', throughput, 'runtime', runtime)
+]]
+
+-- When each job started, by job (weak): Horizon's Stopwatch.
+local started = setmetatable({}, { __mode = "k" })
+
+function M.enabled()
+    return settings.options.horizon == true and settings.connection_name ~= "database"
+end
+
+-- M[what](job, ...) when --horizon is given; an error is logged, never the job's.
+function M.record(what, job, ...)
+    if not M.enabled() then return end
+    local ok, _, trace = task.run(M[what], job, ...)
+    if not ok then log.error("cannot keep Horizon's record of a job (" .. what .. "): " .. tostring(trace)) end
+end
+
+local function key(name)
+    return settings.config.horizon_prefix .. name
+end
+
+-- microtime(true) as PHP writes it, and negated (the lists' scores: newest first).
+local function now_text(sign)
+    return php.float_string((sign or 1) * host.microtime())
+end
+
+-- JobPayload::id (the payload's uuid, else its id) and decoded payload of text.
+local function payload_of(text)
+    local ok, decoded = pcall(decode, text or "")
+    if not ok or type(decoded) ~= "table" then return nil end
+    local id = values.value(decoded.uuid)
+    if id == nil then id = values.value(decoded.id) end
+    return id ~= nil and tostring(id) or nil, decoded
+end
+
+local function call(...)
+    return redis.call("queue", ...)
+end
+
+function M.reserved(job)
+    if not M.enabled() then return end
+    local id = payload_of(job:reserved_body())
+    if not id then return end
+    local t = now_text()
+    started[job] = host.microtime()
+    call("HMSET", key(id), "status", "reserved", "payload", job:reserved_body(), "updated_at", t,
+        "reserved_at", t)
+end
+
+function M.released(job)
+    if not M.enabled() then return end
+    local id = payload_of(job:reserved_body())
+    if not id then return end
+    call("HMSET", key(id), "status", "pending", "payload", job:reserved_body(), "updated_at", now_text())
+end
+
+-- The job's runtime as Horizon's Stopwatch::check says it: ms, 2 decimals.
+local function runtime(job)
+    local at = started[job]
+    if not at then return 0 end
+    return math.floor((host.microtime() - at) * 100000 + 0.5) / 100
+end
+
+function M.completed(job, failed)
+    if not M.enabled() then return end
+    local id, decoded = payload_of(job:reserved_body())
+    if not id then return end
+    local silenced = values.value(decoded.silenced) == true
+    call("ZADD", key(silenced and "silenced_jobs" or "completed_jobs"), now_text(-1), id)
+    call("ZREM", key("pending_jobs"), id)
+    call("HMSET", key(id), "status", "completed", "completed_at", now_text())
+    call("EXPIREAT", key(id), host.now() + trim("completed", 60) * 60)
+    if failed then return end
+    local ms = php.float_string(runtime(job))
+    call("EVAL", UPDATE_METRICS, 2, key("queue:" .. tostring(job:queue())), key("measured_queues"), ms)
+    local name = values.value(decoded.displayName)
+    call("EVAL", UPDATE_METRICS, 2, key("job:" .. tostring(name or "")), key("measured_jobs"), ms)
+end
+
+function M.failed(job, exception)
+    if not M.enabled() then return end
+    local text = job:reserved_body()
+    local id, decoded = payload_of(text)
+    if not id then return end
+    for _, list in ipairs({ "failed_jobs", "recent_failed_jobs" }) do
+        call("ZADD", key(list), now_text(-1), id)
+    end
+    for _, list in ipairs({ "pending_jobs", "completed_jobs", "silenced_jobs" }) do
+        call("ZREM", key(list), id)
+    end
+    call("HMSET", key(id), "id", id, "connection", settings.connection_name, "queue", tostring(job:queue()),
+        "name", tostring(values.value(decoded.displayName) or ""), "status", "failed", "payload", text,
+        "exception", exception, "context", "", "failed_at", now_text())
+    call("EXPIREAT", key(id), host.now() + trim("failed", 10080) * 60)
+    local tags = values.value(decoded.tags)
+    if type(tags) == "table" then
+        for _, tag in ipairs(tags) do
+            call("ZADD", key("failed:" .. tostring(tag)), now_text(), id)
+            call("EXPIRE", key("failed:" .. tostring(tag)), trim("failed", 10080) * 60)
+        end
+    end
+end
+
+return M

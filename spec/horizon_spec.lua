@@ -1,0 +1,139 @@
+-- `luaworker work --horizon`: Horizon's records of the jobs luaworker runs, held
+-- against Horizon's own PHP classes: laravel/horizon 5.22.1 (../shared/horizon,
+-- its sources; it runs in Debian's Laravel 8) installed in a copy of the example
+-- app, whose RedisQueue writes the records of the pushes and whose
+-- JobRepository and MetricsRepository read back what luaworker wrote. They must
+-- report what they report after the app's own `queue:work` (which, Horizon
+-- installed, keeps the same records) ran the same jobs.
+local H = require "spec.helpers"
+local cjson = H.json
+
+local TARBALL = H.root .. "/../shared/horizon/horizon-v5.22.1.tar.xz"
+
+local HANDLERS = {
+    ["App/Jobs/Simple.lua"] = "return { handle = function() end }",
+    ["App/Jobs/Failing.lua"] = 'return { handle = function() error("Failing job failed") end }',
+    ["App/Jobs/Releasing.lua"] = [[
+return { handle = function(job, command)
+    if job:attempts() <= command.releaseTimes then job:release(command.releaseDelay) end
+end }
+]],
+}
+
+-- What Horizon's repositories report, read by PHP in the app: each list's jobs
+-- (name, status, queue, connection), the counts, the measured jobs and queues with
+-- their throughput.
+local READ = [[<?php
+require __DIR__.'/bootstrap/autoload.php';
+$app = require __DIR__.'/bootstrap/app.php';
+$app->make(Illuminate\Contracts\Console\Kernel::class)->bootstrap();
+$jobs = $app->make(Laravel\Horizon\Contracts\JobRepository::class);
+$metrics = $app->make(Laravel\Horizon\Contracts\MetricsRepository::class);
+$list = function ($found) {
+    return collect($found)->map(function ($j) {
+        return [$j->name, $j->status, $j->queue, $j->connection];
+    })->sortBy(function ($j) { return implode(' ', $j); })->values()->all();
+};
+$measured = collect($metrics->measuredJobs())->sort()->values()->all();
+echo json_encode([
+    'recent' => $list($jobs->getRecent()),
+    'completed' => $list($jobs->getCompleted()),
+    'failed' => $list($jobs->getFailed()),
+    'pending' => $list($jobs->getPending()),
+    'counts' => [$jobs->countRecent(), $jobs->countCompleted(), $jobs->countFailed(),
+        $jobs->countPending(), $jobs->countRecentlyFailed()],
+    'measured_jobs' => $measured,
+    'measured_queues' => collect($metrics->measuredQueues())->sort()->values()->all(),
+    'throughput' => collect($measured)->mapWithKeys(function ($j) use ($metrics) {
+        return [$j => $metrics->throughputForJob($j)];
+    })->all(),
+    'queue_throughput' => $metrics->throughputForQueue('default'),
+    'failed_exception' => collect($jobs->getFailed())->map(function ($j) {
+        return strtok($j->exception, "\n") !== false;
+    })->all(),
+]);
+]]
+
+describe("luaworker work --horizon", function()
+    local app
+
+    setup(function()
+        if not H.read_file(TARBALL) then return end
+        H.laravel_setup()
+        app = H.tmpdir() .. "/app"
+        assert(os.execute("cp -r " .. H.quote(H.app) .. " " .. H.quote(app)))
+        assert(os.execute("mkdir -p " .. H.quote(app .. "/horizon/routes") .. " && tar xf " .. H.quote(TARBALL)
+            .. " -C " .. H.quote(app .. "/horizon") .. " --strip-components=1"))
+        H.write_file(app .. "/horizon/routes/web.php", "<?php\n")  -- the tarball has no routes; nothing here serves HTTP
+        assert(os.execute("cp " .. H.quote(app .. "/horizon/config/horizon.php") .. " " .. H.quote(app .. "/config/")))
+        local autoload = H.read_file(app .. "/bootstrap/autoload.php")
+        H.write_file(app .. "/bootstrap/autoload.php", (autoload:gsub("('App\\\\' => %$base%.'/app/',)",
+            "%1\n            'Laravel\\\\Horizon\\\\' => $base.'/horizon/src/',", 1)))
+        local config = H.read_file(app .. "/config/app.php")
+        H.write_file(app .. "/config/app.php", (config:gsub("(App\\Providers\\EventServiceProvider::class,)",
+            "%1\n        Laravel\\Horizon\\HorizonServiceProvider::class,", 1)))
+        H.write_file(app .. "/read_horizon.php", READ)
+    end)
+
+    local function php(args)
+        local words = { "cd", H.quote(app), "&&", "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port, "php" }
+        for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
+        local p = io.popen(table.concat(words, " ") .. " 2>&1")
+        local out = p:read("*a")
+        local ok = p:close()
+        assert(ok, out)
+        return out
+    end
+
+    local function dispatch_all()
+        php({ "artisan", "jobs:dispatch", "Simple", '--args=["a"]' })
+        php({ "artisan", "jobs:dispatch", "Failing" })
+        php({ "artisan", "jobs:dispatch", "Releasing", "--args=[1, 0, 1]" })
+    end
+
+    local function read()
+        return cjson.decode(php({ "read_horizon.php" }))
+    end
+
+    it("keeps the records Horizon's repositories read as they read the app's own worker's", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        H.flush()
+        dispatch_all()
+        php({ "artisan", "queue:work", "--stop-when-empty", "--sleep=0" })
+        local by_php = read()
+
+        H.flush()
+        dispatch_all()
+        local r = H.run({ "work", "--horizon", "--stop-when-empty", "--sleep=0.05",
+            "--handlers=" .. H.handlers(HANDLERS) })
+        assert.are.equal(0, r.status, r.stderr)
+        local by_luaworker = read()
+
+        assert.are.same(by_php, by_luaworker)
+        -- and what they hold: two completed, one failed with its exception, the metrics
+        assert.are.same({ { "App\\Jobs\\Failing", "failed", "default", "redis" } }, by_luaworker.failed)
+        assert.are.equal(2, #by_luaworker.completed)
+        assert.are.same({ "App\\Jobs\\Releasing", "App\\Jobs\\Simple" }, by_luaworker.measured_jobs)
+        assert.are.equal(2, by_luaworker.queue_throughput)
+    end)
+
+    it("keeps none without --horizon", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        H.flush()
+        dispatch_all()
+        local before = H.r("KEYS", "laravel_horizon:*")
+        local r = H.run({ "work", "--stop-when-empty", "--sleep=0.05", "--handlers=" .. H.handlers(HANDLERS) })
+        assert.are.equal(0, r.status, r.stderr)
+        -- the pushes' records (Horizon's RedisQueue, in PHP) alone: none was marked
+        local statuses = {}
+        for _, k in ipairs(H.r("KEYS", "laravel_horizon:*")) do
+            if H.r("TYPE", k) == "hash" then statuses[#statuses + 1] = H.r("HGET", k, "status") end
+        end
+        assert.are.same({ "pending", "pending", "pending" }, statuses)
+        assert.are.equal(#before, #H.r("KEYS", "laravel_horizon:*"))
+    end)
+end)
