@@ -11,8 +11,17 @@ local cjson = H.json
 local TARBALL = H.root .. "/../shared/horizon/horizon-v5.22.1.tar.xz"
 
 local HANDLERS = {
-    ["App/Jobs/Simple.lua"] = "return { handle = function() end }",
+    ["App/Jobs/Simple.lua"] = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    if command.n == "dispatch" then luaworker.dispatch("App\\Jobs\\Simple", { n = "x" }) end
+end }
+]],
     ["App/Jobs/Failing.lua"] = 'return { handle = function() error("Failing job failed") end }',
+    ["App/Jobs/WithModel.lua"] = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command) luaworker.dispatch("App\\Jobs\\WithModel", command) end }
+]],
     ["App/Jobs/Releasing.lua"] = [[
 return { handle = function(job, command)
     if job:attempts() <= command.releaseTimes then job:release(command.releaseDelay) end
@@ -117,6 +126,49 @@ describe("luaworker work --horizon", function()
         assert.are.equal(2, #by_luaworker.completed)
         assert.are.same({ "App\\Jobs\\Releasing", "App\\Jobs\\Simple" }, by_luaworker.measured_jobs)
         assert.are.equal(2, by_luaworker.queue_throughput)
+    end)
+
+    it("gives the jobs it pushes the payload and the record Horizon's queue gives a push", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local list = H.keys()
+        local function normal(text)
+            return (text:gsub('"uuid":"[^"]*"', '"uuid":"U"'):gsub('"id":"[^"]*"', '"id":"U"')
+                :gsub('"pushedAt":"[^"]*"', '"pushedAt":"T"'))
+        end
+        H.flush()
+        php({ "artisan", "jobs:dispatch", "Simple", '--args=["x"]' })
+        local by_php, read_php = H.r("LINDEX", list, 0), read()
+
+        H.flush()
+        php({ "artisan", "jobs:dispatch", "Simple", '--args=["dispatch"]' })
+        local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) })
+        assert.are.equal(0, r.status, r.stderr)
+        local by_luaworker = H.r("LINDEX", list, 0)
+        assert.matches('"tags":%[%],"silenced":false,"pushedAt":"%d+%.%d+"}$', by_luaworker)
+        assert.are.equal(normal(by_php), normal(by_luaworker))
+        -- the pending job (the one it pushed) as Horizon reads it, beside the one it ran
+        local read_luaworker = read()
+        assert.are.same(read_php.pending, read_luaworker.pending)
+        assert.are.same({ { "App\\Jobs\\Simple", "pending", "default", "redis" } }, read_luaworker.pending)
+    end)
+
+    it("tags the jobs it pushes by the models their properties name, as Horizon's Tags::for", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local list = H.keys()
+        local function horizon_fields(text)
+            return text:match('("type":.*),"pushedAt"')
+        end
+        H.flush()
+        php({ "artisan", "jobs:dispatch", "WithModel" })
+        local by_php = horizon_fields(H.r("LINDEX", list, 0))
+        assert.are.equal('"type":"job","tags":["App\\\\Models\\\\User:1","App\\\\Models\\\\User:2"],"silenced":false', by_php)
+        local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(by_php, horizon_fields(H.r("LINDEX", list, 0)))
     end)
 
     it("keeps none without --horizon", function()

@@ -12,6 +12,7 @@ local log_context = require "luaworker.queue.context"
 local serialized_job = require "luaworker.queue.serialized_job"
 local task = require "luaworker.loop.task"
 local encrypter = require "luaworker.encrypter"
+local horizon = require "luaworker.queue.horizon"
 
 local M = {}
 
@@ -67,10 +68,13 @@ function M.payload_text(fields, data_text)
         ',"data":', data_text,
         since_12_11 and string.format(',"createdAt":%d', host.now()) or "",
         context,
-        -- the Redis queue's own (RedisQueue::createPayloadArray); not on a database
-        fields.id and (',"id":' .. encode(fields.id) .. ',"attempts":0') or "",
+        -- the Redis queue's own (RedisQueue::createPayloadArray); not on a database.
+        -- Horizon's queue makes the id the uuid
+        fields.id and (',"id":' .. encode(horizon.enabled() and fields.uuid or fields.id) .. ',"attempts":0')
+            or "",
         since_12_11 and (',"delay":' .. ((fields.delay or 0) > 0 and string.format("%d", fields.delay)
             or "null")) or "",
+        horizon.enabled() and horizon.payload_fields(fields.displayName, fields.tags) or "",
         '}',
     })
 end
@@ -181,6 +185,7 @@ local function enqueue(q, payload, delay)
     else
         queue.push(q, payload)
     end
+    horizon.record("pushed", q, payload)
 end
 
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
@@ -208,6 +213,7 @@ function M.command_payload(command, delay, encrypt, how)
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
         deleteWhenMissingModels = value(command.deleteWhenMissingModels) == true, delay = delay,
+        tags = horizon.enabled() and horizon.tags_of(command) or nil,
     }
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)

@@ -25,6 +25,7 @@ local task = require "luaworker.loop.task"
 local M = {}
 
 local decode = cjson.new().decode
+local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
 
 -- config/horizon.php's 'trim' defaults (minutes).
 local function trim(name, default)
@@ -53,10 +54,10 @@ function M.enabled()
     return settings.options.horizon == true and settings.connection_name ~= "database"
 end
 
--- M[what](job, ...) when --horizon is given; an error is logged, never the job's.
-function M.record(what, job, ...)
+-- M[what](...) when --horizon is given; an error is logged, never the job's.
+function M.record(what, ...)
     if not M.enabled() then return end
-    local ok, _, trace = task.run(M[what], job, ...)
+    local ok, _, trace = task.run(M[what], ...)
     if not ok then log.error("cannot keep Horizon's record of a job (" .. what .. "): " .. tostring(trace)) end
 end
 
@@ -80,6 +81,59 @@ end
 
 local function call(...)
     return redis.call("queue", ...)
+end
+
+local MODEL_IDENTIFIER = "Illuminate\\Contracts\\Database\\ModelIdentifier"
+
+-- Horizon's Tags::for of a command without tags(): "Class:id" for each model its
+-- properties name (a model's identifier; each of a collection's ids), in order,
+-- each once (Tags::modelsFor's unique()).
+function M.tags_of(command)
+    local tags, seen = {}, {}
+    if type(command) ~= "table" or not php.class(command) then return tags end
+    local ok, members = pcall(php.members, command)
+    for _, k in ipairs(ok and members or {}) do
+        local v = command[k]
+        if type(v) == "table" and php.class(v) == MODEL_IDENTIFIER then
+            local ids = values.value(v.id)
+            if type(ids) ~= "table" then ids = { ids } end
+            for _, id in ipairs(ids) do
+                local tag = tostring(values.value(v.class)) .. ":" .. tostring(values.value(id))
+                if not seen[tag] then seen[tag], tags[#tags + 1] = true, tag end
+            end
+        end
+    end
+    return tags
+end
+
+-- JobPayload::determineType by the job's class.
+local TYPES = {
+    ["Illuminate\\Broadcasting\\BroadcastEvent"] = "broadcast",
+    ["Illuminate\\Events\\CallQueuedListener"] = "event",
+    ["Illuminate\\Mail\\SendQueuedMailable"] = "mail",
+    ["Illuminate\\Notifications\\SendQueuedNotifications"] = "notification",
+}
+
+-- The fields JobPayload::prepare adds to a payload Horizon's queue pushes, as JSON
+-- members to append: type, tags, silenced, pushedAt.
+function M.payload_fields(class, tags)
+    local list = {}
+    for i, tag in ipairs(tags or {}) do list[i] = encode(tag) end
+    return ',"type":' .. encode(TYPES[class] or "job") .. ',"tags":[' .. table.concat(list, ",")
+        .. '],"silenced":false,"pushedAt":' .. encode(now_text())
+end
+
+-- JobPushed: StoreJob (the job's record, pending, in the recent and pending lists).
+function M.pushed(q, text)
+    local id, decoded = payload_of(text)
+    if not id then return end
+    local t = now_text()
+    call("ZADD", key("recent_jobs"), now_text(-1), id)
+    call("ZADD", key("pending_jobs"), now_text(-1), id)
+    call("HMSET", key(id), "id", id, "connection", settings.connection_name, "queue", q,
+        "name", tostring(values.value(decoded.displayName) or ""), "status", "pending", "payload", text,
+        "created_at", t, "updated_at", t)
+    call("EXPIREAT", key(id), host.now() + trim("pending", 60) * 60)
 end
 
 function M.reserved(job)
