@@ -171,6 +171,30 @@ describe("luaworker work --horizon", function()
         assert.are.equal(by_php, horizon_fields(H.r("LINDEX", list, 0)))
     end)
 
+    it("trims Horizon's lists as its master's loop does, by the trim settings", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        H.flush()
+        local handlers = H.handlers(HANDLERS)
+        php({ "artisan", "jobs:dispatch", "Simple", '--args=["a"]' })
+        assert.are.equal(0, H.run({ "work", "--horizon", "--stop-when-empty", "--handlers=" .. handlers }).status)
+        local a = H.r("ZRANGE", "laravel_horizon:completed_jobs", 0, -1)
+        assert.are.equal(1, #a)
+        php({ "artisan", "jobs:dispatch", "Simple", '--args=["b"]' })
+        H.sleep(1.1)  -- the trims' cut is a whole second
+        -- trims at start: every job at least 0 minutes old leaves the recent and
+        -- completed lists; the one it then runs is completed after them
+        local r = H.run({ "work", "--horizon", "--stop-when-empty", "--handlers=" .. handlers },
+            { env = { HORIZON_TRIM_RECENT = "0", HORIZON_TRIM_COMPLETED = "0" } })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.same({}, H.r("ZRANGE", "laravel_horizon:recent_jobs", 0, -1))
+        local b = H.r("ZRANGE", "laravel_horizon:completed_jobs", 0, -1)
+        assert.are.equal(1, #b)
+        assert.are_not.equal(a[1], b[1])
+        assert.are.equal("completed", H.r("HGET", "laravel_horizon:" .. a[1], "status"))
+    end)
+
     it("keeps none without --horizon", function()
         if not app then
             return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")

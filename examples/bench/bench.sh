@@ -344,6 +344,10 @@ throughput lw1.metrics 1 with_scrapes "$metrics_port" lw_work --processes=1 \
     --metrics=127.0.0.1:"$metrics_port" "${LW_FAST[@]}"
 echo "   --metrics scraped 10 times a second: $(awk "BEGIN{printf \"%.1f\", (1 - ${R[lw1.metrics.tput]:-0} / ${R[lw1.tput]}) * 100}")% fewer jobs/s than without"
 
+echo "== no-op throughput, 1 process, --horizon (Horizon's records of each job)"
+throughput lw1.horizon 1 lw_work --processes=1 --horizon "${LW_FAST[@]}"
+echo "   --horizon: $(awk "BEGIN{printf \"%.1f\", (1 - ${R[lw1.horizon.tput]:-0} / ${R[lw1.tput]}) * 100}")% fewer jobs/s than without"
+
 echo "== no-op throughput, jobs in flight: --concurrency=32"
 throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
 
@@ -448,6 +452,7 @@ table() {
     row "worker VmHWM after $JOBS no-op jobs (MB)" "${R[lw1.hwm]}" "${R[php1.hwm]}"
     row "CPU-bound handler, 1 process (jobs/s)" "${R[lw.cpu.tput]}" "${R[php.cpu.tput]}"
     row "no-op throughput, 1 process, --metrics scraped 10/s (jobs/s)" "${R[lw1.metrics.tput]}" "${R[php1.tput]}"
+    row "no-op throughput, 1 process, --horizon (jobs/s)" "${R[lw1.horizon.tput]}" "${R[php1.tput]}"
     row "no-op throughput, 1 process, --concurrency=32 (jobs/s)" "${R[lw32.tput]}" "${R[php1.tput]}"
     row "I/O-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.io100.tput]}" "${R[php.io.tput]}"
     row "I/O-bound (50 ms), 1 process, --concurrency=1000 (jobs/s)" "${R[lw.io1000.tput]}" "${R[php.io.tput]}"

@@ -176,6 +176,40 @@ function M.completed(job, failed)
     call("EVAL", UPDATE_METRICS, 2, key("job:" .. tostring(name or "")), key("measured_jobs"), ms)
 end
 
+-- The lists TrimRecentJobs and TrimFailedJobs trim, each with its trim setting
+-- (minutes) and Horizon's default.
+local TRIMS = {
+    { "recent_jobs", "recent", 60 }, { "recent_failed_jobs", "recent_failed", nil },
+    { "pending_jobs", "pending", 60 }, { "completed_jobs", "completed", 60 },
+    { "silenced_jobs", "completed", 60 }, { "failed_jobs", "failed", 10080 },
+}
+
+-- RedisJobRepository's trimRecentJobs and trimFailedJobs: the jobs older than their
+-- list's minutes leave it (scores are negated times: the old are the highest).
+function M.trim()
+    local now = host.now()
+    for _, t in ipairs(TRIMS) do
+        local minutes = t[3] and trim(t[2], t[3]) or trim(t[2], trim("failed", 10080))
+        call("ZREMRANGEBYSCORE", key(t[1]), string.format("%d", -(now - minutes * 60)), "+inf")
+    end
+end
+
+-- What a Horizon master supervisor's loop does, which luaworker's workers do when
+-- none may run: the trims, at start and then every TRIM_EVERY seconds (as Horizon's
+-- listeners, at most once a minute). Harmless when a master trims too.
+local TRIM_EVERY = 60
+function M.start_trims()
+    if not M.enabled() then return end
+    task.spawn(function(_, ok, err, trace)
+        if not ok then log.error("internal error while trimming Horizon's lists: " .. tostring(trace or err)) end
+    end, nil, function()
+        while not settings.giving_up() do
+            M.record("trim")
+            host.sleep(TRIM_EVERY, true)
+        end
+    end)
+end
+
 function M.failed(job, exception)
     if not M.enabled() then return end
     local text = job:reserved_body()

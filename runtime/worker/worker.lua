@@ -16,6 +16,7 @@ local handlers = require "luaworker.worker.handlers"
 local handler_env = require "luaworker.worker.handler_env"
 local queue_sizes = require "luaworker.worker.queue_sizes"
 local fleet_record = require "luaworker.worker.fleet_record"
+local horizon = require "luaworker.queue.horizon"
 local output = require "luaworker.worker.output"
 local process = require "luaworker.worker.process"
 local in_flight = require "luaworker.worker.in_flight"
@@ -332,6 +333,7 @@ function M.run(cli, cfg)
     stop_signal.watch()
     queue_sizes.start(queues)
     fleet_record.start(options.heartbeat)
+    horizon.start_trims()
 
     local _, restart_at_start = read_restart()
     events.fire_safely("starting", nil, nil, { queue = options.queue_list })
