@@ -79,8 +79,12 @@ local function payload_of(text)
     return id ~= nil and tostring(id) or nil, decoded
 end
 
+-- Each record is sent without waiting for its reply (as the deletes are: written
+-- with the worker's next command), so that a job waits on none of them; one that
+-- a lost connection may have cut is sent again on the next, so after an outage a
+-- job's metrics may count it twice.
 local function call(...)
-    return redis.call("queue", ...)
+    redis.send("queue", ...)
 end
 
 local MODEL_IDENTIFIER = "Illuminate\\Contracts\\Database\\ModelIdentifier"
