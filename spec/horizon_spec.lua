@@ -38,6 +38,13 @@ $app = require __DIR__.'/bootstrap/app.php';
 $app->make(Illuminate\Contracts\Console\Kernel::class)->bootstrap();
 $jobs = $app->make(Laravel\Horizon\Contracts\JobRepository::class);
 $metrics = $app->make(Laravel\Horizon\Contracts\MetricsRepository::class);
+$tags = $app->make(Laravel\Horizon\Contracts\TagRepository::class);
+if (($argv[1] ?? '') === 'monitor') {
+    $tags->monitor($argv[2]);
+    exit(0);
+}
+$redis = $app->make('redis')->connection('horizon');
+$monitoredIds = $redis->zrange('monitored_jobs', 0, -1);
 $list = function ($found) {
     return collect($found)->map(function ($j) {
         return [$j->name, $j->status, $j->queue, $j->connection];
@@ -60,6 +67,8 @@ echo json_encode([
     'failed_exception' => collect($jobs->getFailed())->map(function ($j) {
         return strtok($j->exception, "\n") !== false;
     })->all(),
+    'tag_count' => $tags->count('App\Models\User:1'),
+    'monitored' => $list($jobs->getJobs($monitoredIds)),
 ]);
 ]]
 
@@ -193,6 +202,27 @@ describe("luaworker work --horizon", function()
         assert.are.equal(1, #b)
         assert.are_not.equal(a[1], b[1])
         assert.are.equal("completed", H.r("HGET", "laravel_horizon:" .. a[1], "status"))
+    end)
+
+    it("keeps a monitored tag's jobs as Horizon does", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local plain = H.handlers({ ["App/Jobs/WithModel.lua"] = "return { handle = function() end }" })
+        local function run(worker)
+            H.flush()
+            php({ "read_horizon.php", "monitor", "App\\Models\\User:1" })
+            php({ "artisan", "jobs:dispatch", "WithModel" })
+            worker()
+            return read()
+        end
+        local by_php = run(function() php({ "artisan", "queue:work", "--once" }) end)
+        local by_luaworker = run(function()
+            assert.are.equal(0, H.run({ "work", "--horizon", "--once", "--handlers=" .. plain }).status)
+        end)
+        assert.are.same({ { "App\\Jobs\\WithModel", "completed", "default", "redis" } }, by_php.monitored)
+        assert.are.same(by_php.monitored, by_luaworker.monitored)
+        assert.are.same(by_php.tag_count, by_luaworker.tag_count)
     end)
 
     it("keeps none without --horizon", function()

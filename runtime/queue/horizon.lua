@@ -127,10 +127,32 @@ function M.payload_fields(class, tags)
         .. '],"silenced":false,"pushedAt":' .. encode(now_text())
 end
 
--- JobPushed: StoreJob (the job's record, pending, in the recent and pending lists).
+-- The tags monitored from the dashboard (the set `monitoring`), read again at most
+-- every MONITORING_EVERY seconds; a job's tags that are among them.
+local MONITORING_EVERY = 5
+local monitoring, monitoring_at = {}, nil
+local function monitored(decoded)
+    local tags = values.value(decoded.tags)
+    if type(tags) ~= "table" or #tags == 0 then return {} end
+    local now = host.clock()
+    if not monitoring_at or now - monitoring_at >= MONITORING_EVERY then
+        monitoring_at = now
+        monitoring = {}
+        for _, tag in ipairs(redis.call("queue", "SMEMBERS", key("monitoring"))) do monitoring[tag] = true end
+    end
+    local found = {}
+    for _, tag in ipairs(tags) do
+        if monitoring[tostring(tag)] then found[#found + 1] = tostring(tag) end
+    end
+    return found
+end
+
+-- JobPushed: StoreJob (the job's record, pending, in the recent and pending lists)
+-- and StoreMonitoredTags (the job under each monitored tag it has).
 function M.pushed(q, text)
     local id, decoded = payload_of(text)
     if not id then return end
+    for _, tag in ipairs(monitored(decoded)) do call("ZADD", key(tag), now_text(), id) end
     local t = now_text()
     call("ZADD", key("recent_jobs"), now_text(-1), id)
     call("ZADD", key("pending_jobs"), now_text(-1), id)
@@ -174,6 +196,14 @@ function M.completed(job, failed)
     call("HMSET", key(id), "status", "completed", "completed_at", now_text())
     call("EXPIREAT", key(id), host.now() + trim("completed", 60) * 60)
     if failed then return end
+    -- RedisJobRepository::remember: a job with a monitored tag, in monitored_jobs
+    if #monitored(decoded) > 0 then
+        call("ZADD", key("monitored_jobs"), now_text(-1), id)
+        call("HMSET", key(id), "id", id, "connection", settings.connection_name, "queue", tostring(job:queue()),
+            "name", tostring(values.value(decoded.displayName) or ""), "status", "completed",
+            "payload", job:reserved_body(), "completed_at", now_text())
+        call("EXPIREAT", key(id), host.now() + trim("monitored", 10080) * 60)
+    end
     local ms = php.float_string(runtime(job))
     call("EVAL", UPDATE_METRICS, 2, key("queue:" .. tostring(job:queue())), key("measured_queues"), ms)
     local name = values.value(decoded.displayName)
@@ -186,9 +216,10 @@ local TRIMS = {
     { "recent_jobs", "recent", 60 }, { "recent_failed_jobs", "recent_failed", nil },
     { "pending_jobs", "pending", 60 }, { "completed_jobs", "completed", 60 },
     { "silenced_jobs", "completed", 60 }, { "failed_jobs", "failed", 10080 },
+    { "monitored_jobs", "monitored", 10080 },
 }
 
--- RedisJobRepository's trimRecentJobs and trimFailedJobs: the jobs older than their
+-- RedisJobRepository's trimRecentJobs, trimFailedJobs and trimMonitoredJobs: the jobs older than their
 -- list's minutes leave it (scores are negated times: the old are the highest).
 function M.trim()
     local now = host.now()
