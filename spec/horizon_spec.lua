@@ -225,6 +225,18 @@ describe("luaworker work --horizon", function()
         assert.are.same(by_php.tag_count, by_luaworker.tag_count)
     end)
 
+    it("refuses --horizon at start, status 2, where it cannot be kept: the database queue, a Redis Cluster", function()
+        local handlers = H.handlers(HANDLERS)
+        local r = H.run({ "work", "database", "--horizon", "--handlers=" .. handlers },
+            { env = { DB_CONNECTION = "sqlite", DB_DATABASE = "/nonexistent.sqlite" } })
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: %-%-horizon: Horizon keeps records of Redis queues only", r.stderr)
+        r = H.run({ "work", "--horizon", "--handlers=" .. handlers },
+            { env = { REDIS_CLUSTER_NODES = "127.0.0.1:1", REDIS_QUEUE = "{default}" } })
+        assert.are.equal(2, r.status)
+        assert.matches("cannot start: %-%-horizon: not on a Redis Cluster yet", r.stderr)
+    end)
+
     it("keeps none without --horizon", function()
         if not app then
             return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")

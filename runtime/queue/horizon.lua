@@ -54,6 +54,20 @@ function M.enabled()
     return settings.options.horizon == true and settings.connection_name ~= "database"
 end
 
+-- Why --horizon cannot be kept where the worker works, or nil: on the database
+-- queue (Horizon works Redis queues) and on a Redis Cluster (its metrics script
+-- names keys of two slots).
+function M.problem()
+    if settings.options.horizon ~= true then return nil end
+    if settings.connection_name == "database" then
+        return "--horizon: Horizon keeps records of Redis queues only, not of the database queue"
+    end
+    if settings.config.queue_redis and settings.config.queue_redis.cluster then
+        return "--horizon: not on a Redis Cluster yet (Horizon's metrics script names keys of two slots)"
+    end
+    return nil
+end
+
 -- M[what](...) when --horizon is given; an error is logged, never the job's.
 function M.record(what, ...)
     if not M.enabled() then return end

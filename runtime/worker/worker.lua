@@ -295,6 +295,11 @@ function M.run(cli, cfg)
         return 2
     end
     local queues = settings.queues
+    local horizon_problem = horizon.problem()
+    if horizon_problem then
+        io.stderr:write("luaworker: cannot start: ", horizon_problem, "\n")
+        return 2
+    end
 
     if host.file_kind(handlers.dir()) ~= "directory"
         and refuses_start("--handlers=" .. options.handlers .. ": no such directory") then
