@@ -1,17 +1,11 @@
 #include "supervisor/reload_check.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "loop/signals.h"
-
-extern char **environ;
+#include "supervisor/child_exec.h"
 
 static void finish(struct reload_check *c)
 {
@@ -52,6 +46,13 @@ static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
         kill(c->pid, SIGKILL);
 }
 
+/* In the check's child, before its exec: it is the check, not a worker. */
+static void mark_check(void *data)
+{
+    (void)data;
+    setenv(HANDLER_CHECK_ENV, "1", 1);
+}
+
 int reload_check_start(struct reload_check *c, struct ev_loop *loop, int exe_fd, char **argv,
                        reload_check_fn *fn, void *data)
 {
@@ -60,30 +61,9 @@ int reload_check_start(struct reload_check *c, struct ev_loop *loop, int exe_fd,
     c->loop = loop;
     c->fn = fn;
     c->data = data;
-    fflush(stdout);
-    fflush(stderr);
-    /* as for a worker (signals.h): blocked until the process has its handlers */
-    sigset_t handled, before;
-    signals_fill(&handled);
-    sigprocmask(SIG_BLOCK, &handled, &before);
-    pid_t supervisor = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != supervisor)
-            _exit(70);
-        setenv(HANDLER_CHECK_ENV, "1", 1);
-        sigprocmask(SIG_SETMASK, &handled, NULL);
-        fexecve(exe_fd, argv, environ);
-        fprintf(stderr, "luaworker: cannot start the check of the handlers: %s\n", strerror(errno));
-        _exit(70);
-    }
-    int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, &before, NULL);
-    if (pid < 0) {
-        errno = fork_errno;
+    pid_t pid = child_exec(exe_fd, argv, SIGKILL, 70, mark_check, NULL, "the check of the handlers");
+    if (pid < 0)
         return -1;
-    }
     c->pid = pid;
     ev_child_init(&c->child, on_check_exit, pid, 0);
     c->child.data = c;

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "supervisor/handler_watch.h"
 #include "supervisor/reload_check.h"
+#include "supervisor/child_exec.h"
 #include "supervisor/metrics_server.h"
 #include "supervisor/metrics_text.h"
 #include "supervisor/fleet_json.h"
@@ -264,44 +264,28 @@ static void on_child(struct ev_loop *loop, ev_child *c, int revents)
         ev_break(loop, EVBREAK_ALL);
 }
 
+/* In a worker's child, before its exec: its slot's memfd, inherited (a dup
+ * without FD_CLOEXEC), named in SLOT_ENV. */
+static void give_slot(void *data)
+{
+    struct worker *w = data;
+    char fd[32];
+    snprintf(fd, sizeof fd, "%d", dup(w->slot_fd));
+    setenv(SLOT_ENV, fd, 1);
+}
+
 static void spawn(struct worker *w)
 {
     struct supervisor *s = w->sup;
     slot_clear_worker(w->slot);
     /* the first of a slot starts with the fleet: its start-up checks may refuse */
     w->slot->replacing = w->forked > 0;
-    fflush(stdout);
-    fflush(stderr);
-    /* The handled signals stay blocked from before the fork until the worker has its
-     * handlers (see signals.h): one sent to the child before its exec would run this
-     * process's handler there and be lost. */
-    sigset_t handled, before;
-    signals_fill(&handled);
-    sigprocmask(SIG_BLOCK, &handled, &before);
-    pid_t supervisor = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* a worker whose supervisor dies (kill -9, a crash) stops as on TERM: it
-         * finishes its jobs in flight and gives back the others, instead of
-         * running on unsupervised (no timeout kills, and a restarted supervisor
-         * beside it) */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != supervisor)
-            _exit(0);
-        char fd[32];
-        snprintf(fd, sizeof fd, "%d", dup(w->slot_fd));  /* without FD_CLOEXEC */
-        setenv(SLOT_ENV, fd, 1);
-        sigprocmask(SIG_SETMASK, &handled, NULL);
-        /* fexecve, not execv("/proc/self/exe"): the same binary even when the file
-         * was replaced since, and the one valgrind --trace-children follows */
-        fexecve(s->exe_fd, s->argv, environ);
-        fprintf(stderr, "luaworker: cannot start a worker: %s\n", strerror(errno));
-        _exit(70);
-    }
-    int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, &before, NULL);
+    /* a worker whose supervisor dies (kill -9, a crash) stops as on TERM: it
+     * finishes its jobs in flight and gives back the others, instead of running on
+     * unsupervised (no timeout kills, and a restarted supervisor beside it) */
+    pid_t pid = child_exec(s->exe_fd, s->argv, SIGTERM, 0, give_slot, w, "a worker");
     if (pid < 0) {
-        say("worker %d: cannot fork: %s", w->index, strerror(fork_errno));
+        say("worker %d: cannot fork: %s", w->index, strerror(errno));
         ev_timer_set(&w->respawn, 1., 0.);
         ev_timer_start(s->loop, &w->respawn);
         return;
