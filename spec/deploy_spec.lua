@@ -6,11 +6,6 @@ local H = require "spec.helpers"
 
 local DEPLOY = H.root .. "/examples/deploy"
 
-local function installed(program)
-    local ok = os.execute("command -v " .. program .. " >/dev/null 2>&1")
-    return ok == true or ok == 0
-end
-
 -- The example's text with the installed binary's path replaced by the built one's.
 local function example(name)
     local text = assert(H.read_file(DEPLOY .. "/" .. name))
@@ -18,18 +13,11 @@ local function example(name)
     return (text:gsub("/usr/local/bin/luaworker", binary))
 end
 
-local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1")
-    local out = p:read("*a")
-    local ok, _, status = p:close()
-    return ok and 0 or status, out
-end
-
 describe("examples/deploy", function()
     before_each(function() H.flush() end)
 
     it("has a systemd unit that systemd-analyze verify takes without a word, which stops the supervisor only, after long enough", function()
-        if not installed("systemd-analyze") then
+        if not H.installed("systemd-analyze") then
             return pending("systemd-analyze is not installed (Debian's systemd): the unit is not checked")
         end
         local dir = H.tmpdir()
@@ -40,16 +28,16 @@ describe("examples/deploy", function()
         local timeout = tonumber(unit:match("%-%-timeout=(%d+)"))
         assert.is_true(stop > timeout, "TimeoutStopSec must outlast a job's --timeout")
         H.write_file(dir .. "/luaworker.service", unit)
-        local status, out = sh("cd " .. H.quote(dir) .. " && systemd-analyze verify ./luaworker.service")
+        local status, out = H.sh("cd " .. H.quote(dir) .. " && systemd-analyze verify ./luaworker.service")
         assert.are.same({ 0, "" }, { status, out })
         -- (the check can fail: a directive systemd does not know is said)
         H.write_file(dir .. "/luaworker.service", (unit:gsub("KillMode=mixed", "KillMode=mixd")))
-        status, out = sh("cd " .. H.quote(dir) .. " && systemd-analyze verify ./luaworker.service")
+        status, out = H.sh("cd " .. H.quote(dir) .. " && systemd-analyze verify ./luaworker.service")
         assert.matches("Failed to parse kill mode", out)
     end)
 
     it("has a Supervisor program whose stop lets the job in flight finish", function()
-        if not installed("supervisord") then
+        if not H.installed("supervisord") then
             return pending("supervisord is not installed (Debian's supervisor): the program is not checked")
         end
         local dir = H.tmpdir()
@@ -81,16 +69,16 @@ end }
             "[include]", "files = luaworker.conf", "" }, "\n"))
         local conf = H.quote(dir .. "/supervisord.conf")
         local env = "env REDIS_HOST=127.0.0.1 REDIS_PORT=" .. H.port .. " "
-        local status, out = sh(env .. "supervisord -c " .. conf)
+        local status, out = H.sh(env .. "supervisord -c " .. conf)
         assert.are.equal(0, status, out)
         local ok, err = pcall(function()
             H.wait_until(function()
-                return select(2, sh("supervisorctl -c " .. conf .. " status luaworker")):match("RUNNING")
+                return select(2, H.sh("supervisorctl -c " .. conf .. " status luaworker")):match("RUNNING")
             end, 15, "luaworker RUNNING under supervisord")
             local p = H.class_payload("App\\Jobs\\Slow")
             H.push(p)
             H.wait_until(function() return H.r("LLEN", "spec:started") == 1 end, 10, "the job's start")
-            status, out = sh("supervisorctl -c " .. conf .. " stop luaworker")
+            status, out = H.sh("supervisorctl -c " .. conf .. " stop luaworker")
             assert.matches("luaworker: stopped", out)
             -- the job in flight ran to its end, and was deleted
             assert.are.same({ p.uuid }, H.r("LRANGE", "spec:finished", 0, -1))
@@ -99,7 +87,7 @@ end }
             local log = H.read_file(dir .. "/luaworker.log") or ""
             assert.is_nil(log:find("killed", 1, true), log)
         end)
-        sh("supervisorctl -c " .. conf .. " shutdown")
+        H.sh("supervisorctl -c " .. conf .. " shutdown")
         assert(ok, err)
     end)
 end)

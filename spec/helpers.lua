@@ -142,6 +142,21 @@ local function command_line(args, env)
     return table.concat(words, " ")
 end
 
+-- Whether program is on PATH (a tool a spec runs where it is installed).
+function H.installed(program)
+    local ok = os.execute("command -v " .. program .. " >/dev/null 2>&1")
+    return ok == true or ok == 0
+end
+
+-- Runs the shell command cmd; returns its exit status (0 on success) and what it
+-- wrote, standard error with standard output (or dropped, with drop_stderr).
+function H.sh(cmd, drop_stderr)
+    local p = io.popen(cmd .. (drop_stderr and " 2>/dev/null" or " 2>&1"))
+    local out = p:read("*a")
+    local ok, _, status = p:close()
+    return ok and 0 or status, out
+end
+
 -- Runs luaworker with args (a list) and returns {status, stdout, stderr} (status
 -- 128+n for signal n).
 -- opts.env: extra environment (false unsets); opts.timeout: seconds (default 60);

@@ -4,23 +4,16 @@
 local H = require "spec.helpers"
 local cjson = H.json
 
+-- What cmd writes on standard output (its standard error dropped: chromium's notes).
+local function sh(cmd)
+    return select(2, H.sh(cmd, true))
+end
+
 local HANDLER = [[
 return { handle = function(job, command)
     if command.fail then error("the API said 503\nsecond line") end
 end }
 ]]
-
-local function installed(program)
-    local ok = os.execute("command -v " .. program .. " >/dev/null 2>&1")
-    return ok == true or ok == 0
-end
-
-local function sh(cmd)
-    local p = io.popen(cmd .. " 2>/dev/null")
-    local out = p:read("*a")
-    p:close()
-    return out
-end
 
 -- The page's DOM after chromium ran its script for a few seconds of virtual time.
 local function rendered(port)
@@ -67,7 +60,7 @@ describe("the live page", function()
     end)
 
     it("shows in a real browser the queues, jobs, failures and workers, and the numbers change as jobs run", function()
-        if not installed("chromium") then
+        if not H.installed("chromium") then
             return pending("chromium is not installed (Debian's chromium): the page is not loaded in a browser")
         end
         local port = H.free_port()

@@ -22,20 +22,8 @@ return { handle = function(job, command)
 end }
 ]]
 
-local function installed(program)
-    local ok = os.execute("command -v " .. program .. " >/dev/null 2>&1")
-    return ok == true or ok == 0
-end
-
-local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1")
-    local out = p:read("*a")
-    local ok, _, status = p:close()
-    return ok and 0 or status, out
-end
-
 local function scrape(port, path)
-    local _, out = sh("curl -s --max-time 5 http://127.0.0.1:" .. port .. (path or "/metrics"))
+    local _, out = H.sh("curl -s --max-time 5 http://127.0.0.1:" .. port .. (path or "/metrics"))
     return out
 end
 
@@ -86,10 +74,10 @@ local function expect_mix(port)
 end
 
 local function promtool_check(text)
-    if not installed("promtool") then return end
+    if not H.installed("promtool") then return end
     local dir = H.tmpdir()
     H.write_file(dir .. "/metrics.txt", text)
-    local status, out = sh("promtool check metrics < " .. H.quote(dir .. "/metrics.txt"))
+    local status, out = H.sh("promtool check metrics < " .. H.quote(dir .. "/metrics.txt"))
     assert.are.same({ 0, "" }, { status, out })
 end
 
@@ -125,7 +113,7 @@ describe("luaworker work --metrics", function()
         push_mix(done)
         local text = expect_mix(port)
         promtool_check(text)
-        if not installed("promtool") then
+        if not H.installed("promtool") then
             pending("promtool is not installed (Debian's prometheus): the text is not checked by it")
         end
     end)
@@ -146,7 +134,7 @@ describe("luaworker work --metrics", function()
     end)
 
     it("is scraped by a real Prometheus, which answers a query with the exact count", function()
-        if not installed("prometheus") then
+        if not H.installed("prometheus") then
             return pending("prometheus is not installed (Debian's prometheus): no server scrapes")
         end
         local _, port = fleet()
@@ -166,7 +154,7 @@ describe("luaworker work --metrics", function()
             expect_mix(port)
             local answer
             H.wait_until(function()
-                local _, out = sh("curl -s --max-time 5 'http://127.0.0.1:" .. web .. "/api/v1/query?"
+                local _, out = H.sh("curl -s --max-time 5 'http://127.0.0.1:" .. web .. "/api/v1/query?"
                     .. "query=sum(luaworker_jobs_processed_total)'")
                 answer = out
                 local decoded = pcall(cjson.decode, out) and cjson.decode(out)
@@ -271,7 +259,7 @@ describe("luaworker work --metrics", function()
         -- once they are gone, it serves again; a path out of the tree is not found
         H.wait_until(function() return sample(scrape(port), "luaworker_jobs_processed_total" .. LABELS) == 20 end,
             15, "the metrics after the flood")
-        local status = select(2, sh("curl -s -o /dev/null -w '%{http_code}' --path-as-is "
+        local status = select(2, H.sh("curl -s -o /dev/null -w '%{http_code}' --path-as-is "
             .. "http://127.0.0.1:" .. port .. "/../../etc/passwd"))
         assert.are.equal("404", status)
         w:kill("TERM")
