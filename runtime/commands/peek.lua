@@ -99,9 +99,9 @@ end
 
 local M = {}
 
--- The command of the first job of class on queue q of connection (waiting, then
--- delayed, then reserved), or nil and why there is none.
-function M.first(connection, q, class)
+-- Calls fn(state, job, decoded, its_class) for each job of queue q of connection
+-- (of class only, when given) in peek's order, until fn returns true.
+local function each_job(connection, q, class, fn)
     local fetch = source(connection, q, host.now())
     for _, state in ipairs(STATES) do
         local offset = 0
@@ -109,41 +109,41 @@ function M.first(connection, q, class)
             local jobs = fetch(state, offset)
             for _, job in ipairs(jobs) do
                 local decoded, its_class = read(job)
-                if decoded and of_class(its_class, class) then
-                    local command, err = call_queued_handler.payload_command(decoded)
-                    if command ~= nil then return command end
-                    return nil, "the command of " .. text(class) .. "'s job on queue " .. text(q)
-                        .. " cannot be read: " .. text(err)
-                end
+                if of_class(its_class, class) and fn(state, job, decoded, its_class) then return end
             end
             if #jobs < CHUNK then break end
             offset = offset + CHUNK
         end
     end
-    return nil, "no job of " .. text(class) .. " on queue " .. text(q) .. " (waiting, delayed or reserved)"
+end
+
+-- The command of the first job of class on queue q of connection (waiting, then
+-- delayed, then reserved), or nil and why there is none.
+function M.first(connection, q, class)
+    local found
+    each_job(connection, q, class, function(_, _, decoded)
+        found = decoded
+        return true
+    end)
+    if not found then
+        return nil, "no job of " .. text(class) .. " on queue " .. text(q) .. " (waiting, delayed or reserved)"
+    end
+    local command, err = call_queued_handler.payload_command(found)
+    if command ~= nil then return command end
+    return nil, "the command of " .. text(class) .. "'s job on queue " .. text(q) .. " cannot be read: "
+        .. text(err)
 end
 
 -- Runs the command for queue q of connection. Returns the exit status.
 function M.run(cli, connection, q)
     local o = cli.options
-    local limit, class, now = tonumber(o.limit) or 10, o.class, host.now()
-    local fetch, n = source(connection, q, now), 0
-    for _, state in ipairs(STATES) do
-        local offset = 0
-        while n < limit do
-            local jobs = fetch(state, offset)
-            for _, job in ipairs(jobs) do
-                local decoded, its_class = read(job)
-                if n < limit and of_class(its_class, class) then
-                    n = n + 1
-                    local s = shown(state, job, decoded, its_class)
-                    if o.json then print_json(s) else print_text(s) end
-                end
-            end
-            if #jobs < CHUNK then break end
-            offset = offset + CHUNK
-        end
-    end
+    local limit, class, n = tonumber(o.limit) or 10, o.class, 0
+    each_job(connection, q, class, function(state, job, decoded, its_class)
+        n = n + 1
+        local s = shown(state, job, decoded, its_class)
+        if o.json then print_json(s) else print_text(s) end
+        return n >= limit
+    end)
     if n == 0 and not o.json then
         io.stdout:write("No jobs", class and " of " .. text(class) or "", " in the [", text(q), "] queue\n")
     end
