@@ -21,6 +21,7 @@ local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
 local log = require "luaworker.base.log"
 local task = require "luaworker.loop.task"
+local periodic = require "luaworker.base.periodic"
 
 local M = {}
 
@@ -249,14 +250,7 @@ end
 local TRIM_EVERY = 60
 function M.start_trims()
     if not M.enabled() then return end
-    task.spawn(function(_, ok, err, trace)
-        if not ok then log.error("internal error while trimming Horizon's lists: " .. tostring(trace or err)) end
-    end, nil, function()
-        while not settings.giving_up() do
-            M.record("trim")
-            host.sleep(TRIM_EVERY, true)
-        end
-    end)
+    periodic.start(TRIM_EVERY, function() M.record("trim") end, "trim Horizon's lists")
 end
 
 function M.failed(job, exception)

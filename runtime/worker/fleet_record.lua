@@ -8,13 +8,14 @@
 local host = require "luaworker.host"
 local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
+local periodic = require "luaworker.base.periodic"
 local fleet_records = require "luaworker.queue.fleet_records"
 local in_flight = require "luaworker.worker.in_flight"
 local output = require "luaworker.worker.output"
 
 local M = {}
 
-local where, ttl, started_at, said
+local where, ttl, started_at
 local id = host.identity()
 
 -- The pid of this process's parent (its supervisor), from /proc.
@@ -37,16 +38,6 @@ local function record()
     }
 end
 
-local function write()
-    local ok, _, trace = task.run(fleet_records.write, where, record(), ttl)
-    if ok then
-        said = false
-    elseif not said then
-        said = true
-        output.error("cannot keep this worker's record for luaworker status (tried again every "
-            .. string.format("%.1f", ttl / 4) .. " s): " .. tostring(trace))
-    end
-end
 
 -- Starts keeping the record (ttl: the heartbeat's, seconds).
 function M.start(heartbeat)
@@ -54,16 +45,8 @@ function M.start(heartbeat)
     where = fleet_records.place()
     if not where then return end
     ttl, started_at = heartbeat, host.now()
-    write()
-    task.spawn(function(_, ok, err, trace)
-        if not ok then output.error("internal error while keeping the worker's record: " .. tostring(trace or err)) end
-    end, nil, function()
-        while not settings.giving_up() do
-            host.sleep(ttl / 4, true)
-            if settings.giving_up() then return end
-            write()
-        end
-    end)
+    periodic.start(ttl / 4, function() fleet_records.write(where, record(), ttl) end,
+        "keep this worker's record for luaworker status")
 end
 
 -- Removes the record (the worker stops).

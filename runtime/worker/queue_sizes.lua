@@ -6,11 +6,10 @@
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local values = require "luaworker.base.values"
-local task = require "luaworker.loop.task"
 local queue = require "luaworker.queue"
 local database_queue = require "luaworker.queue.database_queue"
 local settings = require "luaworker.base.settings"
-local output = require "luaworker.worker.output"
+local periodic = require "luaworker.base.periodic"
 
 local M = {}
 
@@ -52,24 +51,8 @@ end
 -- Starts the reports, when this worker makes them.
 function M.start(queues)
     if not host.reports_queue_sizes() then return end
-    local said = false
-    task.spawn(function(_, ok, err, trace)
-        if not ok then output.error("internal error while reading the queues' sizes: " .. tostring(trace or err)) end
-    end, nil, function()
-        while true do
-            local ok, list, trace = task.run(sizes, queues)
-            if ok then
-                host.report_queue_sizes(list)
-                said = false
-            elseif not said then
-                said = true
-                output.error("cannot read the queues' sizes for the metrics (tried again every second): "
-                    .. tostring(trace or list))
-            end
-            host.sleep(EVERY, true)
-            if settings.giving_up() then return end
-        end
-    end)
+    periodic.start(EVERY, function() host.report_queue_sizes(sizes(queues)) end,
+        "read the queues' sizes for the metrics")
 end
 
 return M
