@@ -25,7 +25,7 @@ VERSION  = 0.9.0
 
 PKGS     = luajit hiredis libev libssl libcrypto
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Wshadow \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -Wpedantic -Wshadow \
            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
            -MMD -MP -DLUAWORKER_SHARE='"$(PREFIX)/share/luaworker"'
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || \
@@ -38,7 +38,7 @@ PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/includ
 MY_CFLAGS := $(shell pkg-config --cflags libmariadb 2>/dev/null || echo -I/usr/include/mariadb)
 CFLAGS  += -Iruntime $(PKG_CFLAGS) $(PQ_CFLAGS) $(MY_CFLAGS)
 LDFLAGS += -Wl,-E
-LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl
+LDLIBS  += -l:liblua5.1-cjson.a $(PKG_LIBS) -lm -ldl -pthread
 
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror

@@ -74,15 +74,18 @@ static int choose_laravel_version(const struct cli *cli, struct laravel_version 
 /* The warnings about `luaworker work`'s options taken together, in the process the
  * user started (each option's range, LUAWORKER_CONCURRENCY's too, is checked by
  * cli_parse, the environment by config_load). */
-static void warn_work_options(const struct cli *cli)
+static void warn_work_options(const struct cli *cli, const struct config *config)
 {
     const char *heartbeat = option_value(cli, "heartbeat");
     int timeout = atoi(option_value(cli, "timeout"));
     int retry_after = atoi(option_value(cli, "retry-after"));
-    if (timeout > 0 && timeout >= retry_after)
-        fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: a job "
-                "still running when its reservation expires will be run a second time by "
-                "another worker\n", timeout, retry_after);
+    const char *connection = cli->nargs > 0 ? cli->args[0] : config->connection_name;
+    /* on Redis a job in flight keeps its reservation however long it runs
+     * (worker/lease_keeper.h): nothing to say there */
+    if (timeout > 0 && timeout >= retry_after && strcmp(connection, "database") == 0)
+        fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: on the "
+                "database queue a job still running when its reservation expires will be run a "
+                "second time by another worker\n", timeout, retry_after);
     if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
         fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
                 "the jobs a dead worker reserved ahead may come back by retry_after, each with "
@@ -152,7 +155,7 @@ int main(int argc, char **argv)
         if (metrics && option_value(&cli, "once"))
             fprintf(stderr, "luaworker: warning: --metrics is served by the supervisor, which --once "
                     "does not run: not served\n");
-        warn_work_options(&cli);
+        warn_work_options(&cli, &config);
     }
 
     struct stat st;

@@ -14,6 +14,11 @@ ARGV[2]  who asks: 'own'    the worker itself, which goes on working
                             stopped refreshing it); then as 'retire'
                    'killed' another process that saw the worker die (its
                             supervisor): as 'dead', without looking at KEYS[6]
+ARGV[3]  optional, for 'dead': a Unix second; the reservation of each job the worker
+         started that is still reserved ends by then at the latest (a later score
+         is lowered to it): a job that never had its lease renewed (it started less
+         than half a heartbeat before the worker died) comes back then, not after
+         retry_after. A worker that lives renews it sooner.
 Returns  {given}: how many jobs went back; -1 for 'dead' when the heartbeat is still
          there. For 'dead' and 'killed', followed by each job the worker started
          that is still reserved (it was running, or its outcome had not reached
@@ -24,8 +29,8 @@ back. Each one whose reserved copy is
 still in KEYS[2] is removed from it and pushed to the head of KEYS[1] with a notify
 token, in its place in the queue and with its attempts as they were before the pop,
 as if it had not been popped; one whose reservation expired or was settled is left
-alone. Started jobs stay reserved (Laravel's rules: they come back after
-retry_after, or are settled by their timeout). Harmless when run twice. ]]
+alone. Started jobs stay reserved (Laravel's rules: they come back when their
+reservation expires, or are settled by their timeout). Harmless when run twice. ]]
 local mode = ARGV[2]
 if mode == 'dead' and redis.call('exists', KEYS[6]) == 1 then
     return -1
@@ -66,9 +71,14 @@ end
 
 local reply = {given}
 if mode == 'dead' or mode == 'killed' then
+    local by = tonumber(ARGV[3])
     for _, n in ipairs(numbers) do
-        if n <= started and reserveds[n] and payloads[n]
-                and redis.call('zscore', KEYS[2], reserveds[n]) then
+        local score = n <= started and reserveds[n] and payloads[n]
+            and redis.call('zscore', KEYS[2], reserveds[n])
+        if score then
+            if mode == 'dead' and by and tonumber(score) > by then
+                redis.call('zadd', KEYS[2], by, reserveds[n])
+            end
             reply[#reply + 1] = n
             reply[#reply + 1] = payloads[n]
             reply[#reply + 1] = reserveds[n]

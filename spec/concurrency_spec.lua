@@ -207,14 +207,15 @@ describe("luaworker work --concurrency", function()
         assert.are.equal(0, w:wait())
     end)
 
-    it("leaves a job stopped for its timeout with attempts left reserved, as Laravel does", function()
-        H.push(spec_job("stuck", "sleep", 60, { timeout = 1, maxTries = 3 }))
+    it("puts a job stopped for its timeout with attempts left back on its queue, its attempt counted, as Laravel does after retry_after", function()
+        H.push(spec_job("stuck", "sleep", 60, { timeout = 1, maxTries = 2 }))
         local w = start({ "--concurrency=2", "--retry-after=30" })
-        H.wait_until(function() return H.r("LLEN", "spec:timed_out") == 1 end, 10, "the timeout")
+        H.wait_until(function() return H.r("LLEN", "spec:timed_out") == 2 end, 10, "the second attempt's timeout")
+        H.wait_until(function() return H.r("LLEN", "spec:failed") == 1 end, 5, "the last attempt's failure")
         local _, _, reserved = H.keys()
-        assert.are.equal(1, H.r("ZCARD", reserved))
-        assert.are.equal(0, H.r("LLEN", "spec:failed"))
-        assert.matches("it was stopped where it waited, and it stays reserved until retry_after", w:stderr())
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        assert.matches("%(attempt 1%) ran past its timeout of 1s; it was stopped where it waited, and it "
+            .. "goes back to its queue with the attempt counted", w:stderr())
         -- the process goes on with the queue
         H.push(spec_job("next", "sleep", 0))
         H.wait_until(function() return #finished() == 1 end, 10, "the next job")
@@ -233,18 +234,29 @@ describe("luaworker work --concurrency", function()
         H.wait_until(function() return #finished() == 5 end, 20, "the jobs not started, run by the successor")
         for i = 1, 5 do assert.are.equal("later" .. i, finished()[i]) end
         -- each ran once: none was charged an attempt before it ran
-        local handled = H.r("LRANGE", "spec:handle", 0, -1)
+        -- (w2 goes back to the queue's tail, with its attempt counted, and may have run again)
+        local handled = H.r("LRANGE", "spec:handle", 0, 7)
         assert.are.same({ "w1", "w2", "spin", "later1", "later2", "later3", "later4", "later5" }, handled)
         local err = w:stderr()
         assert.matches("ran past its timeout of 1s; its process was ended; failed", err)
-        -- w1 was on its last attempt: failed now; w2 stays reserved until retry_after
+        -- w1 was on its last attempt: failed now; w2 goes back with its attempt counted
         assert.matches("%[w1%] App\\Jobs\\Spec %(attempt 1%) was running when its worker died %(ended "
             .. "because another of its jobs ran past its timeout of 1s%); its last attempt: failed", err)
         assert.matches("%[w2%] App\\Jobs\\Spec %(attempt 1%) was running when its worker died %(ended "
-            .. "because another of its jobs ran past its timeout of 1s%); it stays reserved", err)
+            .. "because another of its jobs ran past its timeout of 1s%); it goes back to its queue "
+            .. "with the attempt counted", err)
         assert.are.same({ "w1", "spin" }, H.r("LRANGE", "spec:failed", 0, -1))
-        local _, _, reserved = H.keys()
-        assert.are.equal(1, H.r("ZCARD", reserved))
+        -- w2's second attempt: reserved, or waiting on the queue for its turn
+        local list, _, reserved = H.keys()
+        H.wait_until(function() return H.r("ZCARD", reserved) + H.r("LLEN", list) == 1 end, 5, "w2 alone left")
+        local both = H.r("EVAL", "return {redis.call('zrange', KEYS[1], 0, -1), "
+            .. "redis.call('lrange', KEYS[2], 0, -1)}", 2, reserved, list)
+        -- charged: attempts 1 while it waits on the queue, 2 once popped again
+        if #both[1] == 1 then
+            assert.are.equal(2, H.json.decode(both[1][1]).attempts)
+        else
+            assert.are.equal(1, H.json.decode(both[2][1]).attempts)
+        end
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)

@@ -66,13 +66,13 @@ describe("Redis over TLS", function()
     end
 
     it("runs jobs with every connection of the worker over TLS: the queue's, the idle wait's, the delayed "
-        .. "sets' subscription, the cache's", function()
+        .. "sets' subscription, the cache's, the heartbeat's", function()
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=3" }, { env = env(srv) })
         workers[1] = w
         push("a")
         H.wait_until(function() return #ran() == 1 end, 10, "the job")
-        H.wait_until(function() return clients().tls >= 4 end, 10, "the worker's connections")
-        assert.are.same({ tls = 4, plain = 0 }, clients())
+        H.wait_until(function() return clients().tls >= 5 end, 10, "the worker's connections")
+        assert.are.same({ tls = 5, plain = 0 }, clients())
         -- woken through the idle wait's connection, and by the delayed set's change
         push("b")
         H.wait_until(function() return #ran() == 2 end, 2, "the job pushed to the idle worker")

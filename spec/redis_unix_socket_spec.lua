@@ -47,15 +47,16 @@ describe("Redis on a unix socket", function()
         end, { unix = 0, tcp = 0 })
     end
 
-    it("is reached at a REDIS_HOST that is the socket's path, REDIS_PORT 0, by every connection of the worker", function()
+    it("is reached at a REDIS_HOST that is the socket's path, REDIS_PORT 0, by every connection of the worker, the heartbeat's too", function()
         local env = { REDIS_HOST = srv.socket, REDIS_PORT = "0", QUEUE_CONNECTION = "redis" }
         local w = H.spawn({ "work", "--handlers=" .. handlers, "--sleep=3" }, { env = env })
         workers[1] = w
         push("a")
         H.wait_until(function() return #ran() == 1 end, 10, "the job")
-        -- the queue's, the idle wait's, the delayed sets' subscription, the cache's
-        H.wait_until(function() return clients().unix >= 4 end, 10, "the worker's connections")
-        assert.are.same({ unix = 4, tcp = 0 }, clients())
+        -- the queue's, the idle wait's, the delayed sets' subscription, the cache's, the
+        -- heartbeat's (worker/lease_keeper.h)
+        H.wait_until(function() return clients().unix >= 5 end, 10, "the worker's connections")
+        assert.are.same({ unix = 5, tcp = 0 }, clients())
         -- an idle worker woken through the socket's wait
         push("b")
         H.wait_until(function() return #ran() == 2 end, 2, "the job pushed to the idle worker")

@@ -62,17 +62,21 @@ describe("luaworker work's supervisor when workers die", function()
         end)
     end
 
-    it("leaves reserved the job with attempts left whose handler crashed its worker", function()
-        local p = job("App\\Jobs\\Crash", { maxTries = 3 })
+    it("puts back the job with attempts left whose handler crashed its worker, its attempt counted, until its last fails it", function()
+        local p = job("App\\Jobs\\Crash", { maxTries = 2 })
         H.push(p)
         local w = start({ ["App/Jobs/Crash.lua"] = "return { handle = function() os.exit(3) end }\n" },
-            { "--retry-after=60", "--stop-when-empty" })
-        assert.are.equal(0, w:wait(20))
+            { "--retry-after=60" })
+        H.wait_until(function() return H.r("ZCARD", "laravel_database_luaworker:failed_jobs") == 1 end, 20,
+            "the job's second attempt to fail it")
         local _, _, reserved = H.keys()
-        assert.are.equal(1, H.r("ZCARD", reserved))
-        assert.are.equal(0, H.r("ZCARD", "laravel_database_luaworker:failed_jobs"))
-        assert.matches("%(attempt 1%) was running when its worker died %(exited with status 3%); it stays "
-            .. "reserved until retry_after, by Laravel's rules", w:stderr())
+        assert.are.equal(0, H.r("ZCARD", reserved))
+        assert.matches("%(attempt 1%) was running when its worker died %(exited with status 3%); it goes "
+            .. "back to its queue with the attempt counted", w:stderr())
+        assert.matches("%(attempt 2%) was running when its worker died %(exited with status 3%); its "
+            .. "last attempt: failed", w:stderr())
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException",
+            H.failed_record(p.uuid).exception)
     end)
 
     it("starts a worker that keeps dying after it was ready after a growing delay", function()

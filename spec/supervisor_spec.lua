@@ -107,19 +107,20 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, w:wait())
     end)
 
-    it("replaces a worker killed mid-job; the job comes back after retry_after and runs again", function()
+    it("replaces a worker killed mid-job; the job goes back at once, long before retry_after, and runs again", function()
         H.r("SET", "spec:slow", "30")
-        local w = start({ "--retry-after=2", "--timeout=0", "--tries=3" })
+        local w = start({ "--retry-after=60", "--timeout=0", "--tries=3" })
         local p = spec_job("slow")
         H.push(p)
         H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
         local first = children(w)[1]
         os.execute("kill -9 " .. first)
+        -- its successor takes it again at once
+        H.r("SET", "spec:slow", "0")
         H.wait_until(function()
             local pids = children(w)
             return #pids == 1 and pids[1] ~= first
         end, 5, "a fresh worker")
-        H.r("SET", "spec:slow", "0")
         H.wait_until(function() return H.r("LLEN", "spec:finished") == 1 end, 10, "the job's second run")
         local runs = ran()
         assert.are.same({ 1, 2 }, { runs[1].attempts, runs[2].attempts })
@@ -127,8 +128,8 @@ describe("luaworker work's supervisor", function()
         assert.matches("worker 1 %(pid " .. first .. "%) was killed by signal 9", w:stderr())
         -- its successor names the job it had started
         assert.matches("%[" .. p.id .. "%] App\\Jobs\\Spec %(attempt 1%) was running when its worker "
-            .. "died %(killed by signal 9 %(Killed%)%); it stays reserved until retry_after, by "
-            .. "Laravel's rules", w:stderr())
+            .. "died %(killed by signal 9 %(Killed%)%); it goes back to its queue with the attempt "
+            .. "counted", w:stderr())
         w:kill("TERM")
         assert.are.equal(0, w:wait())
     end)
@@ -157,15 +158,16 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, w:wait())
     end)
 
-    it("leaves a timed-out job with attempts left reserved, to run again after retry_after", function()
-        local w = start({ "--retry-after=3" })
+    it("puts a timed-out job with attempts left back on its queue at once, its attempt counted, long before retry_after", function()
+        local w = start({ "--retry-after=60" })
         local p = spec_job("spin", { timeout = 1, maxTries = 3 })
         H.push(p)
         H.wait_until(function() return #ran() == 2 end, 10, "the job's second attempt")
         local runs = ran()
         assert.are.same({ 1, 2 }, { runs[1].attempts, runs[2].attempts })
         assert.are.equal(0, H.r("EXISTS", H.prefix .. "luaworker:failed_jobs:" .. p.uuid))
-        assert.matches("ran past its timeout of 1s; its process was ended, and it stays reserved", w:stderr())
+        assert.matches("ran past its timeout of 1s; its process was ended, and it goes back to its queue "
+            .. "with the attempt counted", w:stderr())
     end)
 
     it("fails a timed-out job on its last attempt, as --tries decides", function()

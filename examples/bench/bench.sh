@@ -348,6 +348,24 @@ echo "== no-op throughput, 1 process, --horizon (Horizon's records of each job)"
 throughput lw1.horizon 1 lw_work --processes=1 --horizon "${LW_FAST[@]}"
 echo "   --horizon: $(awk "BEGIN{printf \"%.1f\", (1 - ${R[lw1.horizon.tput]:-0} / ${R[lw1.tput]}) * 100}")% fewer jobs/s than without"
 
+# The cost of leases (docs/operating.md#leases): 200 jobs of 3 s (Chaos, waiting
+# without the CPU), all in flight at once, at --heartbeat=1. The ZADDs beyond the
+# pops' one per job are the renewals: one per job every half heartbeat once it ran
+# half a heartbeat. queue:work renews nothing (a job past retry_after runs twice).
+zadds() { rcli INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_zadd:calls=\([0-9]*\),.*/\1/p'; }
+leases() {
+    local key=$1 z0 z1; shift
+    reset_queue
+    dispatch Chaos --count=200 --args='{"kind":"ok","ms":3000}'
+    z0=$(zadds)
+    "$@"
+    z1=$(zadds)
+    R[$key.renewals]=$(awk "BEGIN{printf \"%.1f\", (${z1:-0} - ${z0:-0} - 200) / 200}")
+    echo "   $key: ${R[$key.renewals]} renewals per job of 3 s (one command each)"
+}
+echo "== leases: 200 jobs of 3 s in flight at once, --heartbeat=1"
+leases lw.lease lw_work --processes=1 --concurrency=200 --heartbeat=1 "${LW_FAST[@]}"
+
 echo "== no-op throughput, jobs in flight: --concurrency=32"
 throughput lw32 1 lw_work --processes=1 --concurrency=32 "${LW_FAST[@]}"
 
@@ -453,6 +471,7 @@ table() {
     row "CPU-bound handler, 1 process (jobs/s)" "${R[lw.cpu.tput]}" "${R[php.cpu.tput]}"
     row "no-op throughput, 1 process, --metrics scraped 10/s (jobs/s)" "${R[lw1.metrics.tput]}" "${R[php1.tput]}"
     row "no-op throughput, 1 process, --horizon (jobs/s)" "${R[lw1.horizon.tput]}" "${R[php1.tput]}"
+    row "lease renewals per job of 3 s, --heartbeat=1 (commands)" "${R[lw.lease.renewals]:--}" "-"
     row "no-op throughput, 1 process, --concurrency=32 (jobs/s)" "${R[lw32.tput]}" "${R[php1.tput]}"
     row "I/O-bound (50 ms), 1 process, --concurrency=100 (jobs/s)" "${R[lw.io100.tput]}" "${R[php.io.tput]}"
     row "I/O-bound (50 ms), 1 process, --concurrency=1000 (jobs/s)" "${R[lw.io1000.tput]}" "${R[php.io.tput]}"

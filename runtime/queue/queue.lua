@@ -269,12 +269,13 @@ end
 -- "dead" while the worker's heartbeat is still there) and, for "dead" and "killed",
 -- the jobs it started that are still reserved, a list of {number =, payload =,
 -- reserved =} (empty when none). limit: the most seconds to wait out a Redis
--- outage (default: none).
-function M.give_back(q, worker, mode, limit)
+-- outage (default: none). expire_by, for "dead": the Unix second by which the
+-- reservations of the jobs it started end at the latest (see scripts/give_back.lua).
+function M.give_back(q, worker, mode, limit, expire_by)
     local list, _, reserved, notify = M.keys(q)
     local record, workers, alive = M.worker_keys(q, worker)
     local r = redis.script("queue", "give_back", { list, reserved, notify, record, workers, alive },
-        { worker, mode }, limit)
+        { worker, mode, expire_by }, limit)
     if r == -1 then return false end
     local running = {}
     for i = 2, #r, 3 do
@@ -310,6 +311,14 @@ end
 function M.is_reserved(q, reserved_copy)
     local _, _, reserved = M.keys(q)
     return redis.call("queue", "ZSCORE", reserved, reserved_copy) ~= nil
+end
+
+-- Ends the reservation of a job whose worker died while it ran: its reserved copy
+-- is due at Unix second `at` (ZADD XX: nothing when it left the set), and the next
+-- migrate of any worker puts it back on its queue with the attempt it used counted.
+function M.expire_reservation(q, reserved_copy, at)
+    local _, _, reserved = M.keys(q)
+    redis.call("queue", "ZADD", reserved, "XX", at, reserved_copy)
 end
 
 -- Deletes a job (ZREM of its reserved copy) without waiting: the command goes out

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,26 +22,33 @@ static const char *openssl_reason(char *buf, size_t size, const char *fallback)
 }
 
 /* The context made last, and the settings it was made from: the connections of a
- * process share it (a CA bundle is read once, not for each connection). */
+ * process share it (a CA bundle is read once, not for each connection). The
+ * heartbeat's thread (worker/lease_keeper.h) connects too: mu guards it. */
 static struct {
+    pthread_mutex_t mu;
     struct redis_tls tls;
     SSL_CTX *ctx;
-} made;
+} made = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static SSL_CTX *make_context(const struct redis_settings *s, char *err, size_t errlen);
 
 SSL_CTX *redis_tls_context(const struct redis_settings *s, char *err, size_t errlen)
 {
+    pthread_mutex_lock(&made.mu);
     if (!made.ctx || memcmp(&made.tls, &s->tls, sizeof s->tls) != 0) {
         SSL_CTX *ctx = make_context(s, err, errlen);
-        if (!ctx)
+        if (!ctx) {
+            pthread_mutex_unlock(&made.mu);
             return NULL;
+        }
         SSL_CTX_free(made.ctx);
         made.tls = s->tls;
         made.ctx = ctx;
     }
-    SSL_CTX_up_ref(made.ctx);
-    return made.ctx;
+    SSL_CTX *ctx = made.ctx;
+    SSL_CTX_up_ref(ctx);
+    pthread_mutex_unlock(&made.mu);
+    return ctx;
 }
 
 static SSL_CTX *make_context(const struct redis_settings *s, char *err, size_t errlen)

@@ -1,155 +1,41 @@
 #include "worker/heartbeat_binding.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "loop/system.h"
 #include "loop/vm.h"
-#include "redis/redis_binding.h"
-#include "redis/redis_client.h"
-
-/* The heartbeat's state (one vm a process); times are system_clock(), those named
- * _wall system_wall_clock(). */
-static struct {
-    ev_timer timer;
-    char **argv;                    /* the keys, the value, the ttl in ms; owned */
-    int keys;
-    int pending;                    /* replies of the round in flight */
-    int round_ok;
-    double sent, sent_wall;         /* when the round in flight was sent */
-    double lease;                   /* seconds a confirmed heartbeat holds the lease */
-    double lease_confirmed;         /* when the last confirmed heartbeat was sent */
-    double lease_confirmed_wall;
-    double lease_since;             /* when the first of an unbroken run of them was */
-} hb;
-
-/* Whether the lease has lapsed: no heartbeat confirmed, or the last one sent a
- * lease ago or more by either clock (a wall clock set back counts for nothing). */
-static int lease_lapsed(void)
-{
-    return hb.lease_confirmed <= 0 || system_clock() - hb.lease_confirmed >= hb.lease ||
-           system_wall_clock() - hb.lease_confirmed_wall >= hb.lease;
-}
-
-/* A heartbeat sent at `sent` (`sent_wall` by the wall clock) was confirmed now: it
- * extends the current run of confirmations unless the lease lapsed, else starts a
- * new run. */
-static void confirm(double sent, double sent_wall)
-{
-    if (lease_lapsed())
-        hb.lease_since = sent;
-    if (sent > hb.lease_confirmed) {
-        hb.lease_confirmed = sent;
-        hb.lease_confirmed_wall = sent_wall;
-    }
-}
-
-static void on_beat_reply(void *data, const redisReply *reply, const char *lost,
-                          enum redis_conn_loss loss)
-{
-    (void)lost;
-    (void)loss;
-    struct vm *h = data;
-    if (h->closing)
-        return;
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
-        hb.round_ok = 0;
-    if (--hb.pending == 0 && hb.round_ok)
-        confirm(hb.sent, hb.sent_wall);
-}
-
-/* One round: SET of each key, unless the last round is still unanswered. */
-static void beat(struct vm *h)
-{
-    if (hb.pending > 0)
-        return;
-    hb.sent = system_clock();
-    hb.sent_wall = system_wall_clock();
-    hb.round_ok = 1;
-    for (int i = 0; i < hb.keys; i++) {
-        const char *argv[5] = {"SET", hb.argv[i], hb.argv[hb.keys],
-                               "PX", hb.argv[hb.keys + 1]};
-        size_t argvlen[5];
-        for (int k = 0; k < 5; k++)
-            argvlen[k] = strlen(argv[k]);
-        char err[256];
-        if (redis_client_command(redis_binding_conn(REDIS_BINDING_QUEUE), 0, 5, argv, argvlen, on_beat_reply, h,
-                               err, sizeof err) == 0)
-            hb.pending++;
-        else
-            hb.round_ok = 0;
-    }
-}
-
-static void on_beat_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    beat(w->data);
-}
-
-static void clear(struct vm *h)
-{
-    if (ev_is_active(&hb.timer)) {
-        ev_ref(h->loop);
-        ev_timer_stop(h->loop, &hb.timer);
-    }
-    for (int i = 0; hb.argv && i < hb.keys + 2; i++)
-        free(hb.argv[i]);
-    free(hb.argv);
-    hb.argv = NULL;
-    hb.keys = 0;
-}
+#include "worker/lease_keeper.h"
 
 /* host.heartbeat(interval, ttl_ms, lease, value, key...): from now on, every
- * interval seconds, SET each key to value with PX ttl_ms on the queue connection (a
- * round; skipped while the last one is unanswered); each confirmed round holds the
- * lease for lease seconds. Replaces an earlier heartbeat. Strings only (value and
- * keys are copied). */
+ * interval seconds, SET each key to value with PX ttl_ms (a round; skipped while the
+ * last one is unanswered), from lease_keeper's thread and connection to the queue's
+ * Redis; each confirmed round holds the lease for lease seconds. Replaces an earlier
+ * heartbeat. Strings only (value and keys are copied). */
 static int l_host_heartbeat(lua_State *L)
 {
     struct vm *h = vm_of(L);
     double interval = luaL_checknumber(L, 1);
     lua_Integer ttl = luaL_checkinteger(L, 2);
     double lease = luaL_checknumber(L, 3);
-    luaL_checkstring(L, 4);
+    const char *value = luaL_checkstring(L, 4);
     int nkeys = lua_gettop(L) - 4;
     luaL_argcheck(L, interval > 0, 1, "expected seconds > 0");
     luaL_argcheck(L, ttl > 0, 2, "expected milliseconds > 0");
     luaL_argcheck(L, lease > 0 && lease * 1000 < (double)ttl, 3, "expected seconds > 0, below the TTL");
-    luaL_argcheck(L, nkeys > 0, 5, "expected a key");
+    luaL_argcheck(L, nkeys > 0 && nkeys <= 1024, 5, "expected 1 to 1024 keys");
+    const char *keys[1024];
     for (int i = 0; i < nkeys; i++)
-        luaL_checkstring(L, 5 + i);
-    lua_remove(L, 3);
-    hb.lease = lease;
-    clear(h);
-    /* keys, then the value, then the ttl */
-    char **argv = calloc((size_t)nkeys + 2, sizeof *argv);
-    if (!argv)
+        keys[i] = luaL_checkstring(L, 5 + i);
+    char err[256];
+    if (lease_keeper_start(&h->config.queue, err, sizeof err) != 0)
+        return luaL_error(L, "%s", err);
+    if (lease_keeper_beat(interval, (long long)ttl, lease, value, keys, nkeys) != 0)
         return luaL_error(L, "out of memory");
-    hb.argv = argv;
-    hb.keys = nkeys;
-    char ms[32];
-    snprintf(ms, sizeof ms, "%lld", (long long)ttl);
-    for (int i = 0; i < nkeys + 2; i++) {
-        const char *s = i < nkeys ? lua_tostring(L, 4 + i) : i == nkeys ? lua_tostring(L, 3) : ms;
-        if (!(argv[i] = strdup(s))) {
-            clear(h);
-            return luaL_error(L, "out of memory");
-        }
-    }
-    ev_timer_init(&hb.timer, on_beat_timer, interval, interval);
-    hb.timer.data = h;
-    ev_timer_start(h->loop, &hb.timer);
-    ev_unref(h->loop);  /* the heartbeat alone does not keep the loop running */
     return 0;
 }
 
 /* host.heartbeat_stop(): no more rounds. */
 static int l_host_heartbeat_stop(lua_State *L)
 {
-    clear(vm_of(L));
+    (void)L;
+    lease_keeper_beat_stop();
     return 0;
 }
 
@@ -157,18 +43,56 @@ static int l_host_heartbeat_stop(lua_State *L)
  * (host.microtime() `sent_wall`), which set the heartbeat, was confirmed now. */
 static int l_host_heartbeat_note(lua_State *L)
 {
-    confirm(luaL_checknumber(L, 1), luaL_checknumber(L, 2));
+    lease_keeper_confirm(luaL_checknumber(L, 1), luaL_checknumber(L, 2));
     return 0;
 }
 
 /* host.lease() -> the host.clock() time since which the lease has been held
- * without a break, or nil when it is not held now (it lapsed: see lease_lapsed).
- * What was reserved after that time is still this worker's. */
+ * without a break, or nil when it is not held now. What was reserved after that
+ * time is still this worker's. */
 static int l_host_lease(lua_State *L)
 {
-    if (lease_lapsed())
+    double since;
+    if (!lease_keeper_lease(&since))
         return 0;
-    lua_pushnumber(L, hb.lease_since);
+    lua_pushnumber(L, since);
+    return 1;
+}
+
+/* host.lease_job(key, member, expires) -> a handle, or nil: from now on the lease
+ * of the job whose reserved copy is member in the sorted set key, with the score
+ * expires (a Unix second), is renewed while it runs (lease_keeper_hold). */
+static int l_host_lease_job(lua_State *L)
+{
+    size_t keylen, memberlen;
+    const char *key = luaL_checklstring(L, 1, &keylen);
+    const char *member = luaL_checklstring(L, 2, &memberlen);
+    int handle = lease_keeper_hold(key, keylen, member, memberlen, luaL_checknumber(L, 3));
+    if (handle < 0)
+        return 0;
+    lua_pushinteger(L, handle);
+    return 1;
+}
+
+/* host.lease_end(handle) -> true when its lease had lapsed and host.lease_lapses
+ * did not say so yet: its renewals stop. */
+static int l_host_lease_end(lua_State *L)
+{
+    lua_pushboolean(L, lease_keeper_release((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
+
+/* host.lease_lapses() -> the handles of the jobs held whose lease lapsed since the
+ * last call, a list (each said once). */
+static int l_host_lease_lapses(lua_State *L)
+{
+    int handles[64];
+    int n = lease_keeper_lapsed(handles, 64);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushinteger(L, handles[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
     return 1;
 }
 
@@ -177,20 +101,16 @@ static const luaL_Reg functions[] = {
     {"heartbeat_stop", l_host_heartbeat_stop},
     {"heartbeat_note", l_host_heartbeat_note},
     {"lease", l_host_lease},
+    {"lease_job", l_host_lease_job},
+    {"lease_end", l_host_lease_end},
+    {"lease_lapses", l_host_lease_lapses},
     {NULL, NULL},
 };
 
 static void close_binding(void *data)
 {
-    struct vm *h = data;
-    if (h->loop && ev_is_active(&hb.timer)) {
-        ev_ref(h->loop);  /* host.heartbeat unref'd it */
-        ev_timer_stop(h->loop, &hb.timer);
-    }
-    for (int i = 0; hb.argv && i < hb.keys + 2; i++)
-        free(hb.argv[i]);
-    free(hb.argv);
-    hb.argv = NULL;
+    (void)data;
+    lease_keeper_stop();
 }
 
 void heartbeat_binding_register(struct vm *h)

@@ -160,10 +160,21 @@ function M.process(job)
     return ok, exc
 end
 
+-- A job that no longer runs stays reserved, its attempt used: on Redis its
+-- reservation ends now (the form's abandon), so that the next migrate puts it back
+-- on its queue; on the database queue it waits for retry_after. Says which.
+local function abandon(job)
+    if not job.form.abandon then return "it stays reserved until retry_after, by Laravel's rules" end
+    local ok, err = pcall(job.form.abandon, job)
+    if ok then return "it goes back to its queue with the attempt counted" end
+    return string.format("it stays reserved until its lease runs out (%s)",
+        redis.is_error(err) and err.message or tostring(err))
+end
+
 -- Worker::registerTimeoutHandler's decisions, for a job that ran past its timeout
 -- (seconds): fail it when that was its last attempt, when maxExceptions is reached
--- (a timeout counts as an exception) or when it has failOnTimeout; otherwise leave
--- it reserved, to come back after retry_after. how: "process" when its process was
+-- (a timeout counts as an exception) or when it has failOnTimeout; otherwise it
+-- comes back with the attempt counted (abandon). how: "process" when its process was
 -- ended for it, "stopped" when it was stopped where it waited (the process goes
 -- on). A stopped job whose code had ended, or had deleted, released or failed it,
 -- keeps that outcome: the rules are not applied again.
@@ -191,7 +202,7 @@ function M.handle_timed_out_job(job, timeout, how)
     elseif job:has_failed() then
         outcome = "; failed"
     else
-        outcome = ", and it stays reserved until retry_after"
+        outcome = ", and " .. abandon(job)
     end
     output.error(string.format("%s (attempt %s) ran past its timeout of %ds; %s%s",
         output.job_name(job), job:attempts(), timeout,
@@ -203,7 +214,7 @@ end
 -- that was not for its timeout). Laravel's worker would find it reserved and pop it
 -- again after retry_after, failing it then when its attempts are used up: that is
 -- done now (when this was its last attempt, or its retryUntil passed); otherwise it
--- stays reserved. death: how the process ended.
+-- comes back now, its attempt counted (abandon). death: how the process ended.
 function M.handle_crashed_job(job, death)
     local exc = failing.exception_info(failing.max_attempts_exception(job), "")
     local ok, err, trace = task.run(fail_if_will_exceed_max_attempts, job, exc)
@@ -213,8 +224,7 @@ function M.handle_crashed_job(job, death)
     end
     output.error(string.format("%s (attempt %s) was running when its worker died (%s)%s",
         output.job_name(job), job:attempts(), death,
-        job:has_failed() and "; its last attempt: failed"
-            or "; it stays reserved until retry_after, by Laravel's rules"), job)
+        job:has_failed() and "; its last attempt: failed" or "; " .. abandon(job)), job)
 end
 
 return M

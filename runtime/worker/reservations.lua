@@ -21,8 +21,11 @@
 --   - when this worker died: at once by the worker its supervisor starts in its
 --     place ("killed", told by host.predecessor), else by any luaworker on the queue
 --     that finds its heartbeat gone ("dead"), within 1.5 heartbeat periods.
--- A started job stays reserved: Laravel's rules apply to it (retry_after, or the
--- timeout rules when it was killed for running past its timeout).
+-- A started job stays reserved while it runs, its lease renewed by the host
+-- (worker/lease_keeper.h); when its worker dies Laravel's rules apply to it: it
+-- comes back with its attempt counted (at once when the successor knows, else when
+-- its lease runs out), or gets the timeout rules when it was killed for running past
+-- its timeout.
 --
 -- The heartbeat lives --heartbeat seconds (TTL); the host sets it every TTL/4 while
 -- the loop runs, and so does each pop. A confirmed heartbeat holds the lease for
@@ -41,6 +44,7 @@ local jobs = require "luaworker.worker.job"
 local settings = require "luaworker.base.settings"
 local failed_jobs = require "luaworker.queue.failed_jobs"
 local values = require "luaworker.base.values"
+local periodic = require "luaworker.base.periodic"
 local paused = require("luaworker.worker.queue_paused").paused
 
 local decode = cjson.new().decode
@@ -61,6 +65,8 @@ local RECORD_MARGIN = 60
 -- Seconds a stopping worker waits for Redis to give its jobs back; past that they
 -- come back once another luaworker finds its heartbeat gone.
 local RETIRE_WAIT = 5
+-- Seconds between two looks for jobs in flight whose lease lapsed.
+local LAPSE_LOOK = 1
 
 local options                  -- settings.options
 local id                       -- this process's id (host.identity)
@@ -81,6 +87,9 @@ local batch_size = 1
 -- their numbers, ended[number] = true once finished; newest: the last one's.
 local running = { first = 1, last = 0, newest = nil }
 local ended = {}
+-- The jobs in flight whose lease the host renews: handle -> job.
+local leased = {}
+local hold, report_lapse
 
 -- What the worker says when give_back_held or retire raised.
 M.GIVE_BACK_FAILED = "could not give back the jobs reserved ahead, which come back once this "
@@ -126,6 +135,7 @@ function M.setup()
     local keys = {}
     for i, q in ipairs(settings.queues) do keys[i] = select(3, queue.worker_keys(q, id)) end
     host.heartbeat(ttl * BEAT, math.floor(ttl * 1000), ttl * LEASE, options.queue_list, unpack(keys))
+    periodic.start(LAPSE_LOOK, M.report_lapses, "look for jobs whose lease lapsed")
 end
 
 -- Whether the jobs of a pop sent at host.clock() time `sent` are still this
@@ -200,6 +210,37 @@ function M.finished_below()
     return r[r.first]
 end
 
+-- Says that job's lease lapsed: Redis did not confirm a renewal before its
+-- reservation expired, so another worker may have taken it (see lease_keeper.h).
+report_lapse = function(job)
+    output.error(string.format("could not renew the reservation of %s (attempt %s) before it "
+        .. "expired (Redis out of reach): another worker may run it too", output.job_name(job),
+        job:attempts()), job)
+end
+
+-- Has the lease of job, which starts, renewed while it runs (lease_keeper.h).
+hold = function(job)
+    local _, _, reserved = queue.keys(job:queue())
+    job.lease = host.lease_job(reserved, job:reserved_body(), job.reserved_until)
+    if job.lease then leased[job.lease] = job end
+end
+
+-- Stops the renewals of job's lease; returns whether it had lapsed unsaid.
+local function end_lease(job)
+    if not job.lease then return false end
+    leased[job.lease] = nil
+    local lapsed = host.lease_end(job.lease)
+    job.lease = nil
+    return lapsed
+end
+
+-- Says which jobs in flight lost their lease since the last look.
+function M.report_lapses()
+    for _, handle in ipairs(host.lease_lapses()) do
+        if leased[handle] then report_lapse(leased[handle]) end
+    end
+end
+
 -- Notes that job (taken by next_job, in number order) is handed over to run.
 function M.running(job)
     running.last = running.last + 1
@@ -213,6 +254,7 @@ end
 -- record expires: started and no longer reserved, they mean nothing.)
 function M.finished(job)
     ended[job.number] = true
+    if end_lease(job) then report_lapse(job) end
 end
 
 -- Raises err, the failure of a pop of q, noting first that its reply may have been
@@ -370,6 +412,13 @@ function M.id(job) return values.value(job:payload().id) end
 function M.attempts(job) return (tonumber(job:payload().attempts) or 0) + 1 end
 function M.delete(job) queue.delete_reserved(job:queue(), job:reserved_body()) end
 function M.release(job, delay) queue.release(job:queue(), job:reserved_body(), host.now() + delay) end
+-- A job that no longer runs (its worker died, or it was stopped past its timeout)
+-- and was not failed: its lease ends and so does its reservation, now, so that the
+-- next migrate puts it back on its queue with the attempt it used counted.
+function M.abandon(job)
+    end_lease(job)
+    queue.expire_reservation(job:queue(), job:reserved_body(), host.now())
+end
 -- What a failed-job store calls to remove a job of this form (queue/failed_jobs.lua):
 -- delete_reserved(q, reserved) and fail(q, reserved, record).
 M.removal = queue
@@ -390,6 +439,8 @@ function M.next_job(queues, limit)
     if not taken then return nil end
     local job = job_of(q, taken[1], taken[2])
     job.number = number
+    -- the pop scored its reservation now + retry_after, by its own reading of now
+    job.reserved_until = math.floor(ahead.wall) + options.retry_after - 1
     events.fire("popped", job)
     return job
 end
@@ -407,8 +458,10 @@ function M.start(job)
     queue.start(job:queue(), id, job.number)
     host.flush("queue")
     local _, up = host.connects("queue")
-    if up then return true end
-    if queue.is_reserved(job:queue(), job:reserved_body()) then return true end
+    if up or queue.is_reserved(job:queue(), job:reserved_body()) then
+        hold(job)
+        return true
+    end
     output.error(string.format("%s (attempt %s) left this worker's hands while it could not reach "
         .. "Redis (given back, or its reservation expired): it runs elsewhere, not here",
         output.job_name(job), job:attempts()), job)
@@ -428,10 +481,19 @@ function M.retire()
     give_back("retire", RETIRE_WAIT)
 end
 
--- Logs the job a dead worker had started and not finished: it stays reserved.
-local function report_running(worker, job)
-    output.error(string.format("worker %s died while %s (attempt %s) ran: it stays reserved "
-        .. "until retry_after, by Laravel's rules", worker, output.job_name(job), job:attempts()), job)
+-- A dead worker had started job and not finished it: it comes back with the attempt
+-- counted, as Laravel's does after retry_after. now: its successor, which knows the
+-- process is gone, ends its reservation at once; a worker that found the heartbeat
+-- gone leaves it to its lease (give_back's "dead" bounds it), since a worker cut
+-- off from Redis for a while may still run it.
+local function report_running(worker, job, now)
+    local when = "once its lease runs out"
+    if now then
+        M.abandon(job)
+        when = "now"
+    end
+    output.error(string.format("worker %s died while %s (attempt %s) ran: it goes back to its "
+        .. "queue with the attempt counted %s", worker, output.job_name(job), job:attempts(), when), job)
 end
 
 -- What the worker this one replaces left, when it died without giving back its jobs:
@@ -458,7 +520,7 @@ function M.recover_predecessor()
             elseif death ~= "" then
                 ended[#ended + 1] = { job = job, timeout = 0, death = death }
             else
-                report_running(predecessor, job)
+                report_running(predecessor, job, true)
             end
         end
     end
@@ -482,7 +544,8 @@ function M.recover_dead_workers()
         end
         for i, alive in ipairs(queue.alive(q, others)) do
             if not alive then
-                local given, running = queue.give_back(q, others[i], "dead")
+                local given, running = queue.give_back(q, others[i], "dead", nil,
+                    math.ceil(host.microtime() + ttl))
                 if given and given > 0 then
                     output.error(string.format("worker %s stopped beating: %d jobs it had not "
                         .. "started went back to queue %s", others[i], given, q))

@@ -58,13 +58,18 @@ M.EXPECTED_LINES = {
     -- a job a worker held while Redis restarted, given back meanwhile: not run by it
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) left this worker's hands while it could "
         .. "not reach Redis %(given back, or its reservation expired%): it runs elsewhere, not here$",
-    -- the job a killed worker had started: it stays reserved (its successor knows it
-    -- from the supervisor; a worker that found the heartbeat gone from Redis), or
-    -- fails when that was its last attempt
-    "^%[[^%]]+%]%[%w+%] worker [^ ]+ died while App\\Jobs\\Chaos %(attempt %d+%) ran: it stays "
-        .. "reserved until retry_after, by Laravel's rules$",
+    -- the job a killed worker had started: it goes back with its attempt counted (at
+    -- once by its successor, which knows it from the supervisor; when its lease runs
+    -- out for a worker that found the heartbeat gone from Redis), or fails when that
+    -- was its last attempt
+    "^%[[^%]]+%]%[%w+%] worker [^ ]+ died while App\\Jobs\\Chaos %(attempt %d+%) ran: it goes "
+        .. "back to its queue with the attempt counted once its lease runs out$",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) was running when its worker died "
-        .. "%(killed by signal 9 %(Killed%)%); it stays reserved until retry_after, by Laravel's rules$",
+        .. "%(killed by signal 9 %(Killed%)%); it goes back to its queue with the attempt counted$",
+    -- a job in flight through a Redis restart longer than its lease (reruns of the
+    -- runs started before a restart are explained below)
+    "^%[[^%]]+%]%[%w+%] could not renew the reservation of App\\Jobs\\Chaos %(attempt %d+%) "
+        .. "before it expired %(Redis out of reach%): another worker may run it too$",
     "^%[[^%]]+%]%[%w+%] App\\Jobs\\Chaos %(attempt %d+%) was running when its worker died "
         .. "%(killed by signal 9 %(Killed%)%); its last attempt: failed$",
 }
