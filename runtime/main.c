@@ -81,11 +81,12 @@ static void warn_work_options(const struct cli *cli, const struct config *config
     int retry_after = atoi(option_value(cli, "retry-after"));
     const char *connection = cli->nargs > 0 ? cli->args[0] : config->connection_name;
     /* on Redis a job in flight keeps its reservation however long it runs
-     * (worker/lease_keeper.h): nothing to say there */
+     * (worker/lease_keeper.h), on the database queue while its handler yields
+     * (worker/database_leases.lua) */
     if (timeout > 0 && timeout >= retry_after && strcmp(connection, "database") == 0)
         fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: on the "
-                "database queue a job still running when its reservation expires will be run a "
-                "second time by another worker\n", timeout, retry_after);
+                "database queue a job whose handler computes without yielding for retry_after "
+                "will be run a second time by another worker\n", timeout, retry_after);
     if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
         fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
                 "the jobs a dead worker reserved ahead may come back by retry_after, each with "

@@ -310,6 +310,34 @@ function M.contract(server, it, before_each, assert)
     end
 
     if server.mixed then
+        it("keeps the reservation of a job running four times retry_after while PHP's queue:work and "
+            .. "another luaworker poll the queue: it runs once", function()
+            push("long")
+            local e = env({ DB_QUEUE_RETRY_AFTER = "3" })
+            local args = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
+            local first = H.spawn(args, { env = e })
+            local others = {}
+            local ok, err = pcall(function()
+                H.wait_until(function() return count("reserved_at is not null") == 1 end, 10, "the job's start")
+                others[1] = H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, e)
+                others[2] = H.spawn(args, { env = e })
+                H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
+                H.sleep(1)
+                -- (PHP's run is recorded as it starts, luaworker's starts on long_starts)
+                assert.are.same({ "1" }, H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1))
+                assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
+                assert.are.equal(1, #runs(), cjson.encode(runs()))
+                assert.are.equal(0, count())
+                assert.are.equal("", server.sql("select id from failed_jobs"))
+            end)
+            first:kill("TERM")
+            if others[1] then others[1].stop() end
+            if others[2] then others[2]:kill("TERM") end
+            first:wait()
+            if others[2] then others[2]:wait() end
+            if not ok then error(err, 0) end
+        end)
+
         it("runs each job once in a mixed fleet of PHP's queue:work and luaworker", function()
             H.artisan({ "jobs:dispatch", "Simple", "--connection=database", "--count=120" }, env())
             local php = H.spawn_artisan({ "queue:work", "database", "--stop-when-empty", "--sleep=0" }, env())

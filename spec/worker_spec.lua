@@ -479,7 +479,7 @@ describe("luaworker work", function()
         end
     end)
 
-    it("warns when --timeout is not below --retry-after on the database queue, and not on Redis, where jobs keep their reservations", function()
+    it("warns when --timeout is not below --retry-after on the database queue, whose leases need the handler to yield, and not on Redis", function()
         assert.is_nil(work({ "--stop-when-empty", "--timeout=90" }).stderr:match("warning"))
         local db = H.tmpdir() .. "/db.sqlite"
         H.sqlite(db, "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, "
@@ -488,8 +488,8 @@ describe("luaworker work", function()
         local env = { DB_CONNECTION = "sqlite", DB_DATABASE = db }
         local r = work({ "database", "--stop-when-empty", "--timeout=90" }, { env = env })
         local _, warnings = r.stderr:gsub("warning: %-%-timeout=90 is not below %-%-retry%-after=90: on "
-            .. "the database queue a job still running when its reservation expires will be run a "
-            .. "second time by another worker", "")
+            .. "the database queue a job whose handler computes without yielding for retry_after will "
+            .. "be run a second time by another worker", "")
         assert.are.equal(1, warnings, r.stderr)
         assert.is_nil(work({ "database", "--stop-when-empty", "--timeout=60" }, { env = env }).stderr:match("warning"))
     end)

@@ -326,11 +326,27 @@ end
 -- its reservation, and the job would then run twice.
 function Queue:release(q, record, delay)
     return self.db:transaction(function(d)
-        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and reserved_at = ?",
-            { record.id, record.reserved_at })
+        -- (a renewal whose outcome is unknown may have moved reserved_at: see renew)
+        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and reserved_at in (?, ?)",
+            { record.id, record.reserved_at, record.renewed_to or record.reserved_at })
         if deleted == 0 then return nil end
         return insert(self, q, record.payload, host.now() + (delay or 0), record.attempts)
     end)
+end
+
+-- Renews the reservation of a job in flight (record as pop returned it): its row's
+-- reserved_at becomes now, so that it expires retry_after from now, unless the row
+-- is gone or was reserved again since. Returns whether it was renewed. While the
+-- statement is under way, and after one whose outcome is unknown (a lost
+-- connection), record.renewed_to holds the time it sets, which release accepts too.
+function Queue:renew(record, now)
+    local unknown = record.renewed_to or record.reserved_at
+    record.renewed_to = now
+    local n = self.db:update("update " .. self.quoted_table .. " set reserved_at = ? where id = ? "
+        .. "and reserved_at in (?, ?)", { now, record.id, record.reserved_at, unknown })
+    if n > 0 then record.reserved_at = now end
+    record.renewed_to = nil
+    return n > 0
 end
 
 -- queue:retry onto this queue: a failed job's payload (the text its record keeps)

@@ -8,8 +8,10 @@
 -- of the loop; no heartbeat. The few a stop, a pause or maintenance finds popped and
 -- not started are given back, their attempts uncounted.
 --
--- A job whose worker died stays reserved until retry_after; then the next pop takes
--- it again, its attempt counted, by Laravel's own rules. The one that had the CPU
+-- A job in flight keeps its reservation, renewed while it runs
+-- (worker/database_leases.lua). A job whose worker died stays reserved until
+-- retry_after after its last renewal; then the next pop takes it again, its attempt
+-- counted, by Laravel's own rules. The one that had the CPU
 -- when its process was killed for its timeout, or crashed, first gets Laravel's
 -- rules for that from the worker that replaces it (the supervisor names its row).
 --
@@ -43,6 +45,7 @@ local failed_jobs_kept = require "luaworker.queue.failed_jobs_kept"
 local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
+local database_leases = require "luaworker.worker.database_leases"
 local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
 local paused = require("luaworker.worker.queue_paused").paused
@@ -87,6 +90,7 @@ function M.setup(one_shot)
     -- (a database that cannot be reached now: the worker polls, as without the trigger)
     local found, installed = pcall(database_notifications.installed, jobs_table)
     if found and installed then listener = database_notifications.listener(jobs_table) end
+    database_leases.start(jobs_table)
 end
 
 local function say_unreachable(err)
@@ -177,7 +181,10 @@ function M.release(job, delay)
         jobs_table:release(job:queue(), job:reserved_body(), delay)
     end)
 end
-function M.start() return true end
+function M.start(job)
+    database_leases.hold(job)
+    return true
+end
 function M.running() end
 
 local function flushed(_, ok, err)
@@ -203,7 +210,8 @@ end
 
 -- A job in flight ended: its delete waits for a pop in this turn, else is written
 -- at the turn's end (arm_flush).
-function M.finished()
+function M.finished(job)
+    database_leases.release(job)
     arm_flush()
 end
 
