@@ -13,6 +13,7 @@
 --   encode takes int64 values: base/json.lua), luaworker.php, luaworker.null,
 --   luaworker.dump(value) (a command's value as text: base/dump.lua).
 --   luaworker.http: HTTP requests that wait without holding up the worker.
+--   luaworker.middleware: Laravel's job middleware (worker/job_middleware.lua).
 --   luaworker.db(name): the app's database connection name, as Laravel's DB facade.
 local events = require "luaworker.base.events"
 local redis = require "luaworker.redis"
@@ -37,6 +38,7 @@ local M = {
     dump = dump,
     php = php,
     http = require "luaworker.http",
+    middleware = { without_overlapping = require("luaworker.worker.job_middleware").without_overlapping },
     null = values.null,
     prefix = "",
     default_queue = "default",

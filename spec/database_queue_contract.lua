@@ -360,6 +360,48 @@ function M.contract(server, it, before_each, assert)
         end)
     end
 
+    it("takes WithoutOverlapping's lock as DatabaseLock does in the app's database cache store, with no "
+        .. "Redis at all: held back by another owner's row, taking an expired one", function()
+        server.sql("delete from cache_locks")
+        local name = "laravel_cachelaravel-queue-overlap:App\\Jobs\\Overlapping:shared"
+        local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })
+        local handlers = H.handlers({ ["App/Jobs/Overlapping.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.without_overlapping("shared", { release_after = 30, expire_after = 60 }) },
+    handle = function()
+        local d = luaworker.db()
+        local rows = d:select("select owner, expiration from cache_locks where " .. d:wrap("key") .. " = ?",
+            { "laravel_cachelaravel-queue-overlap:App\\Jobs\\Overlapping:shared" })
+        local now = os.time()
+        if #rows ~= 1 or #rows[1].owner ~= 16 or tonumber(rows[1].expiration) < now + 55 then
+            error("not the lock Laravel takes: " .. luaworker.json.encode(rows))
+        end
+    end,
+}
+]] })
+        server.sql("insert into cache_locks (" .. server.key_column .. ", owner, expiration) values ("
+            .. server.literal(name) .. ", 'another', " .. (os.time() + 100) .. ")")
+        local pushed = H.run({ "push", "App\\Jobs\\Overlapping", '{"n":1,"ms":0,"key":"shared"}' }, { env = e })
+        assert.are.equal(0, pushed.status, pushed.stderr)
+        local args = { "work", "database", "--handlers=" .. handlers, "--stop-when-empty", "--tries=3" }
+        local r = H.run(args, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        -- released for 30 s, its attempt counted; the other owner's row as it was
+        assert.matches("^1|", server.sql("select attempts, available_at from jobs"))
+        local available = tonumber(server.sql("select available_at from jobs"):match("%d+"))
+        assert.is_true(math.abs(available - (os.time() + 30)) <= 2, tostring(available))
+        assert.matches("^another", server.sql("select owner from cache_locks"))
+        -- an expired lock is taken (updated), held while the job runs, and released
+        server.sql("update cache_locks set expiration = " .. (os.time() - 1))
+        server.sql("update jobs set available_at = 0")
+        r = H.run(args, { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, count())
+        assert.are.equal("", server.sql("select * from failed_jobs"))
+        assert.are.equal("", server.sql("select * from cache_locks"))
+    end)
+
     it("counts maxExceptions in the app's database cache store, with no Redis at all", function()
         server.sql("delete from cache")
         local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })

@@ -17,6 +17,7 @@
 ---@field defaults? table<string, any> the declared defaults of its properties
 ---@field serializes_models? boolean false for a class without SerializesModels
 ---@field interrupted? fun(job: luaworker.Job, command: table, signal: string) Laravel 13.31's Interruptible
+---@field middleware? luaworker.Middleware[]|fun(job: luaworker.Job, command: table): luaworker.Middleware[] the job's middleware()
 
 ---An error value printed as "Class: message", as a PHP exception.
 ---@class luaworker.Exception
@@ -247,6 +248,26 @@ function http.redact(url) end
 ---@param responder? fun(request: table): luaworker.HttpResponse
 function http.fake(responder) end
 
+---A job middleware: runs the rest of the job by calling next(job), or does not.
+---@alias luaworker.Middleware fun(job: luaworker.Job, next: fun(job: luaworker.Job))|{ handle: fun(job: luaworker.Job, next: fun(job: luaworker.Job)) }
+
+---@class luaworker.WithoutOverlappingOptions
+---@field release_after? integer seconds the job is released for while another holds the lock (0)
+---@field expire_after? integer seconds the lock lives (0: until released)
+---@field dont_release? boolean delete the job instead of releasing it
+---@field shared? boolean the key without the job's class (Laravel 10.36's shared())
+---@field prefix? string in place of "laravel-queue-overlap:" (withPrefix)
+
+---Laravel's job middleware, with Laravel's keys in the app's stores (docs/handlers.md).
+---@class luaworker.middleware
+local middleware = {}
+
+---WithoutOverlapping: the cache lock laravel-queue-overlap:<class>:<key> while the job runs.
+---@param key? string|integer
+---@param opts? luaworker.WithoutOverlappingOptions
+---@return luaworker.Middleware
+function middleware.without_overlapping(key, opts) end
+
 ---cjson, whose encode writes any value a command holds exactly (int64, null).
 ---@class luaworker.json
 ---@field null lightuserdata
@@ -327,6 +348,7 @@ function php.select(value, keys, names) end
 ---@field json luaworker.json
 ---@field php luaworker.php
 ---@field http luaworker.http
+---@field middleware luaworker.middleware
 local luaworker = {}
 
 ---@alias luaworker.Hook fun(event: luaworker.Event): any

@@ -11,6 +11,7 @@
 --   illuminate:queues:paused              13.25+'s queue:pause --all
 --   job-exceptions:<uuid>                 a job's maxExceptions counter
 --   the job's unique lock                 UniqueLock, on the lock connection (the queue's)
+--   laravel-queue-overlap:<class>:<key>   WithoutOverlapping's lock (worker/job_middleware.lua)
 -- Errors are the store's (a RedisError, a QueryException, a file's), raised, except
 -- where said.
 local host = require "luaworker.host"
@@ -152,6 +153,31 @@ function M.forget_exceptions(uuid)
     local s = store()
     if s then return s:forget("job-exceptions:" .. uuid) end
     redis.call("cache", "DEL", settings.cache_prefix .. "job-exceptions:" .. uuid)
+end
+
+-- Cache::lock(key, seconds, owner)->get() (Laravel's locks, as WithoutOverlapping
+-- takes them): on Redis, SET NX (with EX seconds when seconds > 0) of the key with
+-- the cache prefix on the lock connection, the queue's ('default'); on the database
+-- store DatabaseLock's row; on the file store CacheLock's item. Returns whether
+-- owner holds it now.
+function M.acquire_lock(key, seconds, owner)
+    local s = store()
+    if s then return s:acquire_lock(key, seconds, owner) end
+    key = settings.cache_prefix .. key
+    local reply
+    if seconds > 0 then
+        reply = redis.call("queue", "SET", key, owner, "EX", seconds, "NX")
+    else
+        reply = redis.call("queue", "SET", key, owner, "NX")
+    end
+    return reply ~= nil and reply ~= false
+end
+
+-- Cache::lock(key, 0, owner)->release(): the lock goes while owner holds it.
+function M.release_lock(key, owner)
+    local s = store()
+    if s then return s:release_lock(key, owner) end
+    redis.script("queue", "release_lock", { settings.cache_prefix .. key }, { owner })
 end
 
 -- UniqueLock::release of the lock key (without the cache prefix) on the lock

@@ -103,6 +103,29 @@ function Store:forget(key)
         { self.prefix .. key })
 end
 
+-- DatabaseLock::acquire: the lock's row inserted; when the key is taken (the insert
+-- refused), the row updated only where owner holds it or it expired. It expires
+-- after seconds, or a day when 0. Expired locks are swept 2 times in 100, as
+-- Laravel's lottery. Returns whether owner holds it now.
+function Store:acquire_lock(key, seconds, owner)
+    local d, now = self:db(), host.now()
+    local expires = now + (seconds > 0 and seconds or 86400)
+    local name = self.prefix .. key
+    local inserted, err = pcall(d.insert, d, "insert into " .. self.locks .. " (" .. self:key_column()
+        .. ", owner, expiration) values (?, ?, ?)", { name, owner, expires })
+    local acquired = inserted
+    if not inserted then
+        if db.lost_connection(err) then error(err, 0) end
+        acquired = d:update("update " .. self.locks .. " set owner = ?, expiration = ? where "
+            .. self:key_column() .. " = ? and (owner = ? or expiration <= ?)",
+            { owner, expires, name, owner, now }) >= 1
+    end
+    if math.random(1, 100) <= 2 then
+        d:delete("delete from " .. self.locks .. " where expiration <= ?", { now })
+    end
+    return acquired
+end
+
 -- DatabaseLock's release (while owner holds it) or forceRelease (owner nil).
 function Store:release_lock(key, owner)
     local where = " where " .. self:key_column() .. " = ?"

@@ -82,6 +82,17 @@ function Store:forget(key)
     os.remove(self:path(key))
 end
 
+-- CacheLock::acquire as on Laravel 8's FileStore (no add): when the item is not
+-- there, owner is put for seconds (for ever when 0). Not atomic between processes,
+-- as Laravel's is not. Returns whether owner holds it now.
+function Store:acquire_lock(key, seconds, owner)
+    if settings.laravel_at_least(12, 36) then key = "file-store-lock:" .. key end
+    if self:get(key) ~= nil then return false end
+    local serialized = string.format('s:%d:"%s";', #owner, owner)
+    if seconds > 0 then self:put(key, serialized, seconds) else self:forever(key, serialized) end
+    return true
+end
+
 -- CacheLock's release (while owner holds it: the item's value, serialized) or
 -- forceRelease (owner nil).
 function Store:release_lock(key, owner)

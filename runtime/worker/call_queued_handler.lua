@@ -10,6 +10,7 @@ local encrypter = require "luaworker.encrypter"
 local log_context = require "luaworker.queue.context"
 local batch = require "luaworker.bus.batch"
 local handlers = require "luaworker.worker.handlers"
+local job_middleware = require "luaworker.worker.job_middleware"
 local dispatch = require "luaworker.queue.dispatch"
 local serialized_job = require "luaworker.queue.serialized_job"
 local output = require "luaworker.worker.output"
@@ -264,7 +265,7 @@ function M.call(job)
     local unique = M.unique_mode(handler, command)
     if unique == "until_processing" then M.release_unique_lock(handler, command, job) end
     if not (handler.skip_if_batch_cancelled and batch_cancelled(command)) then
-        handler.handle(job, command)
+        job_middleware.run(handler, job, command)
     end
     if job.models_missing then return end
     if unique and unique ~= "until_processing" and not job:is_released() then

@@ -105,7 +105,8 @@ local FUNCTIONS = { "handle", "failed", "unique_id", "interrupted" }
 
 -- Why handler (what the file at path returned) cannot handle jobs, or nil: not a
 -- table, no function at all (a handle, or a string job's method), a field of
--- FUNCTIONS that is no function, a declaration that does not hold.
+-- FUNCTIONS that is no function, a middleware that is neither a list nor a
+-- function, a declaration that does not hold.
 local function shape_problem(path, handler)
     local where = "handler " .. output.text(path)
     if type(handler) ~= "table" then
@@ -115,6 +116,10 @@ local function shape_problem(path, handler)
         if handler[name] ~= nil and type(handler[name]) ~= "function" then
             return where .. ": " .. name .. " must be a function, not a " .. type(handler[name])
         end
+    end
+    local mw = handler.middleware
+    if mw ~= nil and type(mw) ~= "table" and type(mw) ~= "function" then
+        return where .. ": middleware must be a list, or a function returning one, not a " .. type(mw)
     end
     local methods = false
     for _, v in pairs(handler) do

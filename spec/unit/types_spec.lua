@@ -58,11 +58,12 @@ describe("types/luaworker.lua", function()
         same_functions(file, "luaworker", functions_of(luaworker), annotations)
     end)
 
-    it("annotates every method of the job, a db, luaworker.http and luaworker.php", function()
+    it("annotates every method of the job, a db, luaworker.http, luaworker.php and luaworker.middleware", function()
         same_functions(file, "Job", functions_of(getmetatable(job)), annotations)
         same_functions(file, "Db", functions_of(getmetatable(db.connection("pgsql")).__index), annotations)
         same_functions(file, "http", functions_of(luaworker.http), annotations)
         same_functions(file, "php", functions_of(luaworker.php), annotations)
+        same_functions(file, "middleware", functions_of(luaworker.middleware), annotations)
     end)
 
     it("annotates luaworker.json's encode and cjson's decode beneath it", function()
