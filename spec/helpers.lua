@@ -251,16 +251,26 @@ end
 function Proc:stdout() return H.read_file(self.dir .. "/out") or "" end
 function Proc:stderr() return H.read_file(self.dir .. "/err") or "" end
 
--- Workers a describe block starts with spawn(args, opts) (as H.spawn), each stopped
--- by stop_all, which the block calls in its after_each.
+-- Workers a describe block starts with spawn(args, opts) (as H.spawn), and PHP's
+-- with artisan(args, env) (as H.spawn_artisan), each stopped by stop_all, which the
+-- block calls in its after_each.
 function H.worker_set()
-    local set = {}
+    local set, phps = {}, {}
     function set.spawn(args, opts)
         local w = H.spawn(args, opts)
         set[#set + 1] = w
         return w
     end
+    function set.artisan(args, env)
+        local p = H.spawn_artisan(args, env)
+        phps[#phps + 1] = p
+        return p
+    end
     function set.stop_all()
+        for i = #phps, 1, -1 do
+            phps[i].stop()
+            phps[i] = nil
+        end
         for i = #set, 1, -1 do
             set[i]:stop()
             set[i] = nil

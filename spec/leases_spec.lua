@@ -9,20 +9,16 @@ local cjson = H.json
 local list, _, reserved = H.keys()
 local RUNS, DONE = H.prefix .. "chaos:runs", H.prefix .. "chaos:done"
 
-local procs, phps
+local fleet = H.worker_set()
 
 local function spawn(args, handlers, opts)
     local full = { "work", "--handlers=" .. handlers, "--no-watch", "--sleep=0.2" }
     for _, a in ipairs(args) do full[#full + 1] = a end
-    local w = H.spawn(full, opts)
-    procs[#procs + 1] = w
-    return w
+    return fleet.spawn(full, opts)
 end
 
 local function php_worker()
-    local p = H.spawn_artisan({ "queue:work", "--sleep=1", "--tries=5" })
-    phps[#phps + 1] = p
-    return p
+    return fleet.artisan({ "queue:work", "--sleep=1", "--tries=5" })
 end
 
 -- The runs of each job so far: uuid -> count.
@@ -57,18 +53,8 @@ return {
 describe("a job's lease on the Redis queue", function()
     setup(H.laravel_setup)
 
-    before_each(function()
-        H.flush()
-        procs, phps = {}, {}
-    end)
-
-    after_each(function()
-        for _, p in ipairs(phps) do p.stop() end
-        for _, w in ipairs(procs) do
-            w:kill_group("KILL")
-            w:kill("KILL")
-        end
-    end)
+    before_each(H.flush)
+    after_each(fleet.stop_all)
 
     -- The job is reserved by the first luaworker, then PHP and a second luaworker
     -- poll the queue for the rest of its run, long past retry_after.

@@ -26,35 +26,25 @@ local function runs_without_overlap()
     return runs
 end
 
+local fleet = H.worker_set()
+
 local function work(handlers, args)
     local full = { "work", "--handlers=" .. handlers, "--sleep=0.05", "--no-watch", "--tries=100" }
     for _, a in ipairs(args or {}) do full[#full + 1] = a end
-    return H.spawn(full)
+    return fleet.spawn(full)
 end
 
 describe("job middleware", function()
-    local procs, phps
     setup(H.laravel_setup)
-
-    before_each(function()
-        H.flush()
-        procs, phps = {}, {}
-    end)
-
-    after_each(function()
-        for _, p in ipairs(phps) do p.stop() end
-        for _, w in ipairs(procs) do
-            w:kill("TERM")
-            w:wait()
-        end
-    end)
+    before_each(H.flush)
+    after_each(fleet.stop_all)
 
     it("without_overlapping shares WithoutOverlapping's lock with PHP's queue:work: no two jobs of one key "
         .. "ever run at once, whichever runtime runs them", function()
         H.dispatch("Overlapping", "--count=16", '--args={"n":"{i}","ms":150}')
-        procs[1] = work(H.root .. "/spec/fixtures/middleware_handlers", { "--processes=2", "--concurrency=4" })
-        phps[1] = H.spawn_artisan({ "queue:work", "--sleep=0", "--tries=100" })
-        phps[2] = H.spawn_artisan({ "queue:work", "--sleep=0", "--tries=100" })
+        work(H.root .. "/spec/fixtures/middleware_handlers", { "--processes=2", "--concurrency=4" })
+        fleet.artisan({ "queue:work", "--sleep=0", "--tries=100" })
+        fleet.artisan({ "queue:work", "--sleep=0", "--tries=100" })
         H.wait_until(function()
             local ends = 0
             for _, e in ipairs(H.r("LRANGE", TRAIL, 0, -1)) do
@@ -87,7 +77,7 @@ return {
 }
 ]] })
         H.dispatch("Overlapping", "--count=2", '--args={"n":"{i}","ms":3000}')
-        procs[1] = work(handlers, { "--concurrency=2" })
+        work(handlers, { "--concurrency=2" })
         H.wait_until(function() return H.r("EXISTS", LOCK) == 1 end, 10, "the lock")
         local owner, ttl = H.r("GET", LOCK), H.r("TTL", LOCK)
         assert.matches("^[A-Za-z0-9]+$", owner)
