@@ -14,6 +14,8 @@
 --   luaworker.dump(value) (a command's value as text: base/dump.lua).
 --   luaworker.http: HTTP requests that wait without holding up the worker.
 --   luaworker.middleware: Laravel's job middleware (worker/job_middleware.lua).
+--   luaworker.throttle, luaworker.funnel: Redis::throttle and Redis::funnel
+--   (queue/limiters.lua).
 --   luaworker.db(name): the app's database connection name, as Laravel's DB facade.
 local events = require "luaworker.base.events"
 local redis = require "luaworker.redis"
@@ -28,6 +30,7 @@ local db = require "luaworker.db"
 local batch = require "luaworker.bus.batch"
 local dispatch = require "luaworker.queue.dispatch"
 local handlers = require "luaworker.worker.handlers"
+local limiters = require "luaworker.queue.limiters"
 
 -- Seconds a handler's luaworker.redis waits out a Redis that cannot run it yet
 -- (loading its data, read-only in a failover, not reachable) before it raises.
@@ -38,7 +41,7 @@ local M = {
     dump = dump,
     php = php,
     http = require "luaworker.http",
-    middleware = { without_overlapping = require("luaworker.worker.job_middleware").without_overlapping },
+    middleware = require("luaworker.worker.job_middleware").builders(),
     null = values.null,
     prefix = "",
     default_queue = "default",
@@ -172,6 +175,49 @@ end
 -- Waits without blocking the worker's event loop: the other jobs in flight run
 -- meanwhile. A stop or reload signal ends the wait early, as a signal ends PHP's
 -- sleep() in queue:work, so that a stopping worker's jobs finish soon.
+-- A whole number opts[name] from least, or default; raises naming it for fn.
+local function option(fn, opts, name, default, least)
+    local v = opts[name]
+    if v == nil then v = default end
+    if type(v) ~= "number" or v < least or v ~= math.floor(v) then
+        error(string.format("luaworker.%s: %s = %s: expected a whole number from %d", fn, name,
+            tostring(v), least), 3)
+    end
+    return v
+end
+
+-- Runs what a limit let through: fn's results; or, held back, opts.fallback() and false.
+local function limited(opts, ran, ...)
+    if ran then return ... end
+    if opts.fallback then opts.fallback() end
+    return false
+end
+
+local function check_limit(fn_name, name, opts, fn)
+    if type(name) ~= "string" or type(opts) ~= "table" or type(fn) ~= "function" then
+        error("luaworker." .. fn_name .. "(name, opts, fn): expected a string, a table and a function", 3)
+    end
+    if opts.fallback ~= nil and type(opts.fallback) ~= "function" then
+        error("luaworker." .. fn_name .. ": fallback: expected a function", 3)
+    end
+end
+
+-- Redis::throttle(name)->allow(opts.allow)->every(opts.every, 60)->block(opts.block,
+-- 3)->then(fn, opts.fallback), with Laravel's keys (queue/limiters.lua).
+function M.throttle(name, opts, fn)
+    check_limit("throttle", name, opts, fn)
+    return limited(opts, limiters.throttle(name, option("throttle", opts, "allow", nil, 1),
+        option("throttle", opts, "every", 60, 1), option("throttle", opts, "block", 3, 0), fn))
+end
+
+-- Redis::funnel(name)->limit(opts.limit)->releaseAfter(opts.release_after, 60)
+-- ->block(opts.block, 3)->then(fn, opts.fallback).
+function M.funnel(name, opts, fn)
+    check_limit("funnel", name, opts, fn)
+    return limited(opts, limiters.funnel(name, option("funnel", opts, "limit", nil, 1),
+        option("funnel", opts, "release_after", 60, 1), option("funnel", opts, "block", 3, 0), fn))
+end
+
 function M.sleep(seconds)
     if type(seconds) ~= "number" or not (seconds >= 0) then
         error("luaworker.sleep(seconds): expected a number >= 0", 2)

@@ -8,22 +8,26 @@ local cjson = H.json
 local TRAIL = H.prefix .. "overlap:trail"
 local LOCK = H.cache_prefix .. "laravel-queue-overlap:App\\Jobs\\Overlapping:shared"
 
--- The runs on the trail: {n =, by =} in order of their start; raises when one
--- started while another was running.
-local function runs_without_overlap()
+-- The runs on a trail (a list): {n =, by =} in order of their start; raises when one
+-- started while another was running. Entries other than starts and ends are passed over.
+local function runs_without_overlap_in(trail)
     local open, runs = nil, {}
-    for _, entry in ipairs(H.r("LRANGE", TRAIL, 0, -1)) do
+    for _, entry in ipairs(trail) do
         local kind, n, by = entry:match("^(%a) (%S+) (%a+)$")
         if kind == "s" then
             assert(open == nil, "run " .. n .. " (" .. by .. ") started while " .. tostring(open) .. " ran")
             open = n .. " " .. by
             runs[#runs + 1] = { n = n, by = by }
-        else
+        elseif kind == "e" then
             assert(open == n .. " " .. by, "run " .. n .. " ended, not the one that ran")
             open = nil
         end
     end
     return runs
+end
+
+local function runs_without_overlap()
+    return runs_without_overlap_in(H.r("LRANGE", TRAIL, 0, -1))
 end
 
 local fleet = H.worker_set()
@@ -115,5 +119,143 @@ return {
         assert.are.same({ 0, 0, 0 }, { H.r("LLEN", list), H.r("ZCARD", delayed), H.r("ZCARD", reserved) })
         -- another owner's lock is not released
         assert.are.equal("someoneelse00000", H.r("GET", LOCK))
+    end)
+
+    -- RateLimited's key: md5 of the limiter's name and the limit's by
+    local function md5(text)
+        local f = io.popen("printf %s " .. H.quote(text) .. " | md5sum")
+        local sum = f:read("*l"):match("^%x+")
+        f:close()
+        return sum
+    end
+
+    local RUNS = H.prefix .. "limited:runs"
+
+    -- Jobs of App\Jobs\Limited (args: their arguments but n) run in turns, each to the
+    -- end: 2 by luaworker (both run), 2 by PHP's queue:work (one runs, one is held
+    -- back), 2 by luaworker (both held back). Returns the runs and the jobs released
+    -- (ZRANGE WITHSCORES of the delayed set).
+    local function limited(args)
+        local function turn(n, run)
+            args.n = "t" .. n
+            H.dispatch("Limited", "--count=2", "--args=" .. cjson.encode(args))
+            run()
+        end
+        local function lua()
+            local r = H.run({ "work", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers",
+                "--stop-when-empty", "--tries=100" })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        turn(1, lua)
+        turn(2, function() H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" }) end)
+        turn(3, lua)
+        local runs = {}
+        for i, r in ipairs(H.r("LRANGE", RUNS, 0, -1)) do runs[i] = r:match("^(%S+ %a+)") end
+        local _, delayed = H.keys()
+        return runs, H.r("ZRANGE", delayed, 0, -1, "WITHSCORES")
+    end
+
+    it("rate_limited_with_redis counts in RateLimitedWithRedis's limiter with PHP's queue:work: 3 a minute "
+        .. "in all, the rest released until the window ends, plus 3 s", function()
+        local runs, held = limited({ redis = true })
+        assert.are.same({ "t1 lua", "t1 lua", "t2 php" }, runs)
+        assert.are.equal(6, #held)
+        local window = H.hash(H.prefix .. md5("paymentsacme"))
+        -- every job's try counted in the one window, PHP's and luaworker's
+        assert.are.equal("6", window.count)
+        for i = 2, #held, 2 do
+            assert.is_true(math.abs(tonumber(held[i]) - (tonumber(window["end"]) + 3)) <= 1, held[i])
+        end
+    end)
+
+    it("rate_limited counts in RateLimited's cache-store limiter with PHP's queue:work: 3 a minute in all, "
+        .. "the rest released until its timer ends, plus 3 s", function()
+        local runs, held = limited({ redis = false })
+        assert.are.same({ "t1 lua", "t1 lua", "t2 php" }, runs)
+        assert.are.equal(6, #held)
+        local key = H.cache_prefix .. md5("paymentsacme")
+        assert.are.equal("3", H.rdb(1, "GET", key))
+        local timer = tonumber(H.rdb(1, "GET", key .. ":timer"))
+        assert.is_true(math.abs(timer - (os.time() + 60)) <= 5, tostring(timer))
+        for i = 2, #held, 2 do
+            assert.is_true(math.abs(tonumber(held[i]) - (timer + 3)) <= 1, held[i])
+        end
+    end)
+
+    it("luaworker.throttle shares Redis::throttle's limit with PHP (2 every 10 s): held back, the fallback "
+        .. "releases the job, which runs once the window passed", function()
+        local function lua()
+            local r = H.run({ "work", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers",
+                "--stop-when-empty", "--tries=100" })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        local function dispatch(n)
+            H.dispatch("Limited", '--args={"n":"' .. n .. '","throttle":true}')
+        end
+        dispatch("a")
+        lua()
+        dispatch("b")
+        H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" })
+        dispatch("c")
+        lua()
+        local runs = {}
+        for i, r in ipairs(H.r("LRANGE", RUNS, 0, -1)) do runs[i] = r:match("^(%S+ %a+)") end
+        -- the three tries in one window, PHP's and luaworker's
+        assert.are.equal("3", H.hash(H.prefix .. "api").count)
+        assert.are.same({ "a lua", "b php" }, runs)
+        local _, delayed = H.keys()
+        assert.are.equal(1, H.r("ZCARD", delayed))
+        -- the window passes; the job held back runs
+        H.wait_until(function()
+            lua()
+            return H.r("LLEN", RUNS) == 3
+        end, 20, "the job held back")
+        assert.matches("^c lua ", H.r("LRANGE", RUNS, 2, 2)[1])
+    end)
+
+    it("luaworker.funnel takes Redis::funnel's slots (<name>1..<limit>, a 20-character holder, release_after "
+        .. "seconds), waits block seconds for one, and calls the fallback when none comes free", function()
+        local handlers = H.handlers({ ["App/Jobs/Overlapping.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    handle = function(job, command)
+        local trail = luaworker.prefix .. "overlap:trail"
+        local got = luaworker.funnel("gate", { limit = 1, release_after = 30, block = 3,
+            fallback = function() luaworker.redis("RPUSH", trail, "f " .. command.n .. " lua") end },
+            function()
+                luaworker.redis("RPUSH", trail, "s " .. command.n .. " lua")
+                luaworker.sleep(command.ms / 1000)
+                luaworker.redis("RPUSH", trail, "e " .. command.n .. " lua")
+                return "ran"
+            end)
+        luaworker.redis("RPUSH", trail, "r " .. command.n .. " " .. tostring(got))
+    end,
+}
+]] })
+        local SLOT = H.prefix .. "gate1"
+        -- held by another holder (PHP's funnel on the same name): held back past block
+        H.r("SET", SLOT, "phpholder0000000000x", "EX", 30)
+        H.dispatch("Overlapping", '--args={"n":"1","ms":0}')
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.same({ "f 1 lua", "r 1 false" }, H.r("LRANGE", TRAIL, 0, -1))
+        -- free: taken while fn runs, then released; a second job meanwhile waits for it
+        H.r("DEL", SLOT, TRAIL)
+        H.dispatch("Overlapping", "--count=2", '--args={"n":"{i}","ms":600}')
+        local w = work(handlers, { "--concurrency=2" })
+        H.wait_until(function() return H.r("EXISTS", SLOT) == 1 end, 10, "the slot")
+        local holder, ttl = H.r("GET", SLOT), H.r("TTL", SLOT)
+        assert.are.equal(20, #holder)
+        assert.is_true(ttl > 25 and ttl <= 30, tostring(ttl))
+        H.wait_until(function() return H.r("LLEN", TRAIL) == 6 end, 10, "both jobs")
+        local trail = H.r("LRANGE", TRAIL, 0, -1)
+        -- the second waited for the first's slot, then ran
+        assert.are.equal(2, #runs_without_overlap_in(trail))
+        local results = {}
+        for _, e in ipairs(trail) do
+            if e:match("^r ") then results[#results + 1] = e:match("%S+$") end
+        end
+        assert.are.same({ "ran", "ran" }, results)
+        assert.are.equal(0, H.r("EXISTS", SLOT), w:stderr())
     end)
 end)

@@ -268,6 +268,29 @@ local middleware = {}
 ---@return luaworker.Middleware
 function middleware.without_overlapping(key, opts) end
 
+---A limit a named limiter gives (RateLimiter::for's Limit): max jobs per decay seconds, by a key.
+---@class luaworker.Limit
+---@field max integer
+---@field decay? integer seconds (60, a perMinute)
+---@field by? string|integer the limit's key (Limit::by)
+
+---@class luaworker.RateLimitedOptions
+---@field dont_release? boolean delete the job held back instead of releasing it
+
+---RateLimited(name): the app's cache store's RateLimiter, keys md5(name .. by).
+---@param name string
+---@param limits? luaworker.Limit|luaworker.Limit[] nil: Unlimited
+---@param opts? luaworker.RateLimitedOptions
+---@return luaworker.Middleware
+function middleware.rate_limited(name, limits, opts) end
+
+---RateLimitedWithRedis(name): Laravel's DurationLimiter on the default Redis connection.
+---@param name string
+---@param limits? luaworker.Limit|luaworker.Limit[] nil: Unlimited
+---@param opts? luaworker.RateLimitedOptions
+---@return luaworker.Middleware
+function middleware.rate_limited_with_redis(name, limits, opts) end
+
 ---cjson, whose encode writes any value a command holds exactly (int64, null).
 ---@class luaworker.json
 ---@field null lightuserdata
@@ -289,6 +312,11 @@ local php = {}
 ---@param text string PHP serialize() output
 ---@return any value, string? err
 function php.unserialize(text) end
+
+---PHP's md5(): the lowercase hex MD5 of s.
+---@param s string
+---@return string
+function php.md5(s) end
 
 ---@param value any
 ---@return string
@@ -352,6 +380,32 @@ function php.select(value, keys, names) end
 local luaworker = {}
 
 ---@alias luaworker.Hook fun(event: luaworker.Event): any
+
+---@class luaworker.ThrottleOptions
+---@field allow integer runs a window allows
+---@field every? integer the window's seconds (60)
+---@field block? integer seconds to wait for room (3, Laravel's)
+---@field fallback? fun() called when the limit holds fn back
+
+---Redis::throttle(name): fn under Laravel's DurationLimiter; fn's results, or false when held back.
+---@param name string
+---@param opts luaworker.ThrottleOptions
+---@param fn fun(): any
+---@return any
+function luaworker.throttle(name, opts, fn) end
+
+---@class luaworker.FunnelOptions
+---@field limit integer runs at once
+---@field release_after? integer seconds a slot is held at most (60)
+---@field block? integer seconds to wait for a slot (3, Laravel's)
+---@field fallback? fun() called when the limit holds fn back
+
+---Redis::funnel(name): fn in one of Laravel's ConcurrencyLimiter slots; fn's results, or false when held back.
+---@param name string
+---@param opts luaworker.FunnelOptions
+---@param fn fun(): any
+---@return any
+function luaworker.funnel(name, opts, fn) end
 
 ---JobProcessing: before a job runs.
 ---@param fn luaworker.Hook

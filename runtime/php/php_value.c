@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 
 #include "php/php_float.h"
+#include "php/php_hash.h"
 #include "php/php_meta.h"
 #include "php/php_serialize.h"
 #include "php/php_unserialize.h"
@@ -382,9 +383,10 @@ int luaopen_luaworker_php(lua_State *L)
         { "is_list", l_php_is_list },
         { "members", l_php_members },
         { "select", l_php_select },
+        { "md5", php_hash_md5 },
         { NULL, NULL }
     };
-    lua_createtable(L, 0, 11);
+    lua_createtable(L, 0, 12);
     luaL_register(L, NULL, funcs);
     lua_pushlightuserdata(L, NULL);
     lua_setfield(L, -2, "null");

@@ -155,6 +155,48 @@ function M.forget_exceptions(uuid)
     redis.call("cache", "DEL", settings.cache_prefix .. "job-exceptions:" .. uuid)
 end
 
+-- The app's cache store for numbers (Laravel's RateLimiter keeps its counts there):
+-- get(key) -> a number or nil; add(key, n, seconds) -> whether it was stored (not
+-- there before: Repository::add); increment(key) -> the new value; put(key, n,
+-- seconds); forget(key). On Redis the cache connection, numbers kept as they are
+-- (RedisStore::serialize); elsewhere PHP-serialized, as the stores keep them.
+local redis_numbers = {
+    get = function(key)
+        local v = redis.call("cache", "GET", settings.cache_prefix .. key)
+        return v and tonumber(v)
+    end,
+    add = function(key, n, seconds)
+        local r = redis.script_once("cache", "cache_add", { settings.cache_prefix .. key },
+            { n, math.max(1, seconds) })
+        return r ~= nil and r ~= false
+    end,
+    increment = function(key)
+        return redis.call_once("cache", nil, "INCRBY", settings.cache_prefix .. key, 1)
+    end,
+    put = function(key, n, seconds)
+        redis.call("cache", "SETEX", settings.cache_prefix .. key, math.max(1, seconds), n)
+    end,
+    forget = function(key)
+        redis.call("cache", "DEL", settings.cache_prefix .. key)
+    end,
+}
+
+function M.numbers()
+    local s = store()
+    if not s then return redis_numbers end
+    local function serialized(n) return string.format("i:%d;", n) end
+    return {
+        get = function(key)
+            local v = s:get(key)
+            return v and tonumber(tostring(v):match("^[id]:(%-?[%d.]+);$"))
+        end,
+        add = function(key, n, seconds) return s:add(key, serialized(n), seconds) end,
+        increment = function(key) return s:increment(key) end,
+        put = function(key, n, seconds) s:put(key, serialized(n), seconds) end,
+        forget = function(key) s:forget(key) end,
+    }
+end
+
 -- Cache::lock(key, seconds, owner)->get() (Laravel's locks, as WithoutOverlapping
 -- takes them): on Redis, SET NX (with EX seconds when seconds > 0) of the key with
 -- the cache prefix on the lock connection, the queue's ('default'); on the database

@@ -65,6 +65,18 @@ function Store:put(key, serialized, seconds)
     if not ok and d:update(update, { serialized, expiration, name }) == 0 then error(err, 0) end
 end
 
+-- DatabaseStore::add: the row inserted; when the key is there, updated only where
+-- it expired. Returns whether serialized was stored.
+function Store:add(key, serialized, seconds)
+    local d, name, now = self:db(), self.prefix .. key, host.now()
+    local ok, err = pcall(d.insert, d, "insert into " .. self.table .. " (" .. self:key_column()
+        .. ", value, expiration) values (?, ?, ?)", { name, serialized, now + seconds })
+    if ok then return true end
+    if db.lost_connection(err) then error(err, 0) end
+    return d:update("update " .. self.table .. " set value = ?, expiration = ? where " .. self:key_column()
+        .. " = ? and expiration <= ?", { serialized, now + seconds, name, now }) >= 1
+end
+
 function Store:forever(key, serialized)
     self:put(key, serialized, FOREVER)
 end

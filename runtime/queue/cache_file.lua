@@ -65,6 +65,15 @@ function Store:put(key, serialized, seconds)
     write(self, key, serialized, seconds == 0 and FOREVER or math.min(FOREVER, host.now() + seconds))
 end
 
+-- Repository::add over Laravel 8's FileStore (it has no add): serialized put for
+-- seconds when the item is not there. Not atomic between processes, as Laravel's
+-- is not. Returns whether it was stored.
+function Store:add(key, serialized, seconds)
+    if self:get(key) ~= nil then return false end
+    self:put(key, serialized, seconds)
+    return true
+end
+
 function Store:forever(key, serialized)
     write(self, key, serialized, FOREVER)
 end

@@ -31,6 +31,11 @@ function M.set_prefix(p)
     prefix = p
 end
 
+-- key with the connection's prefix, as phpredis applies it to the app's keys.
+function M.prefixed(key)
+    return prefix .. key
+end
+
 -- On a cluster (wrap: Laravel 13.5+, which wraps untagged queue names).
 function M.set_cluster(on, wrap)
     cluster, wraps = on, on and wrap

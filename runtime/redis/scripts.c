@@ -15,7 +15,7 @@
 
 const char *const scripts_required[] = {
     "push", "later", "pop", "release", "migrate", "size", "clear", "fail", "retry", "next_due",
-    "give_back", "flush", "release_lock",
+    "give_back", "flush", "release_lock", "duration_limiter", "concurrency_limiter", "cache_add",
     NULL,
 };
 

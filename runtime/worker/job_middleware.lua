@@ -12,8 +12,15 @@
 --     released), released when the job's code ends; while another holds it the job
 --     is released for opts.release_after seconds (0), or, with opts.dont_release,
 --     deleted. opts.prefix replaces laravel-queue-overlap: (withPrefix).
+--   rate_limited(name, limits, opts)  RateLimited with the named limiter's limits
+--     (below): the app's cache store's RateLimiter
+--   rate_limited_with_redis(name, limits, opts)  RateLimitedWithRedis: Laravel's
+--     DurationLimiter on the app's default Redis connection
 local host = require "luaworker.host"
+local php = require "luaworker.php"
 local cache = require "luaworker.queue.cache"
+local limiters = require "luaworker.queue.limiters"
+local rate_limiter = require "luaworker.queue.rate_limiter"
 
 local M = {}
 
@@ -23,15 +30,19 @@ local function class_of(job)
     return type(data) == "table" and data.commandName or job:name()
 end
 
--- The seconds of opts[name] (a whole number, at least 0), or default; raises naming it.
-local function seconds(opts, name, default)
+-- The whole number opts[name] (at least least), or default; raises naming what.
+local function whole(what, opts, name, default, least)
     local v = opts[name]
     if v == nil then return default end
-    if type(v) ~= "number" or v < 0 or v ~= math.floor(v) then
-        error(string.format("without_overlapping: %s = %s: expected whole seconds from 0", name,
-            tostring(v)), 3)
+    if type(v) ~= "number" or v < least or v ~= math.floor(v) then
+        error(string.format("%s: %s = %s: expected a whole number from %d", what, name, tostring(v),
+            least), 4)
     end
     return v
+end
+
+local function seconds(opts, name, default)
+    return whole("without_overlapping", opts, name, default, 0)
 end
 
 function M.without_overlapping(key, opts)
@@ -53,6 +64,62 @@ function M.without_overlapping(key, opts)
     end
 end
 
+-- The limits a named limiter gives (what RateLimiter::for(name, ...)'s closure
+-- returns): one {max =, decay = seconds (60), by = "" } or a list of them; nil is
+-- Unlimited. Returns the list, each with key md5(name .. by), as RateLimited names
+-- it. Raises naming what is wrong.
+local function limits_of(what, name, limits)
+    if type(name) ~= "string" then error(what .. ": expected the limiter's name", 3) end
+    if limits == nil then return {} end
+    if type(limits) ~= "table" then
+        error(what .. ": expected a limit {max =, decay =, by =} or a list of them", 3)
+    end
+    if limits.max ~= nil then limits = { limits } end
+    local list = {}
+    for i, l in ipairs(limits) do
+        local where = string.format("%s: limit %d", what, i)
+        local by = l.by == nil and "" or tostring(l.by)
+        list[i] = { max = whole(where, l, "max", nil, 0), decay = whole(where, l, "decay", 60, 1),
+            key = php.md5(name .. by) }
+        if list[i].max == nil then error(where .. ": max: expected a whole number from 0", 3) end
+    end
+    return list
+end
+
+-- RateLimited(name): for each limit, held back while its hits in the app's cache
+-- store reached max within decay (released for the seconds its timer has left plus
+-- 3, or, with opts.dont_release, deleted), else one more hit; then the rest.
+function M.rate_limited(name, limits, opts)
+    limits, opts = limits_of("rate_limited", name, limits), opts or {}
+    return function(job, next)
+        for _, l in ipairs(limits) do
+            if rate_limiter.too_many_attempts(l.key, l.max) then
+                if not opts.dont_release then job:release(rate_limiter.available_in(l.key) + 3) end
+                return
+            end
+            rate_limiter.hit(l.key, l.decay)
+        end
+        return next(job)
+    end
+end
+
+-- RateLimitedWithRedis(name): the same limits kept by Laravel's DurationLimiter on
+-- the app's default Redis connection (the key md5(name .. by)); held back, the job
+-- is released until its window ends plus 3 seconds.
+function M.rate_limited_with_redis(name, limits, opts)
+    limits, opts = limits_of("rate_limited_with_redis", name, limits), opts or {}
+    return function(job, next)
+        for _, l in ipairs(limits) do
+            local acquired, decays_at = limiters.duration_acquire(l.key, l.max, l.decay)
+            if not acquired then
+                if not opts.dont_release then job:release(math.max(0, decays_at - host.now()) + 3) end
+                return
+            end
+        end
+        return next(job)
+    end
+end
+
 -- The middleware of handler for job: its `middleware` list, or what its function
 -- returns. Raises naming what is wrong.
 local function middleware_of(handler, job, command)
@@ -70,6 +137,12 @@ local function middleware_of(handler, job, command)
         end
     end
     return list
+end
+
+-- The middleware handlers build (luaworker.middleware).
+function M.builders()
+    return { without_overlapping = M.without_overlapping, rate_limited = M.rate_limited,
+        rate_limited_with_redis = M.rate_limited_with_redis }
 end
 
 -- Runs handler.handle(job, command) through the handler's middleware, the first

@@ -2,6 +2,8 @@
 
 namespace App\Providers;
 
+use Illuminate\Cache\RateLimiting\Limit;
+use Illuminate\Support\Facades\RateLimiter;
 use Illuminate\Support\ServiceProvider;
 
 class AppServiceProvider extends ServiceProvider
@@ -23,6 +25,10 @@ class AppServiceProvider extends ServiceProvider
      */
     public function boot()
     {
-        //
+        // App\Jobs\Limited's limiter (spec/middleware_spec.lua): 3 a minute for "acme";
+        // its Lua twin declares the same limit
+        RateLimiter::for('payments', function ($job) {
+            return Limit::perMinute(3)->by('acme');
+        });
     }
 }
