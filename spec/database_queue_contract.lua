@@ -402,6 +402,29 @@ return {
         assert.are.equal("", server.sql("select * from cache_locks"))
     end)
 
+    it("gives back the attempt of a job a limit held back with keep_attempts: its row comes back with "
+        .. "the attempts it had", function()
+        server.sql("delete from cache_locks")
+        local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })
+        local handlers = H.handlers({ ["App/Jobs/Overlapping.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.without_overlapping("shared", { release_after = 30, keep_attempts = true }) },
+    handle = function() error("held back: not run") end,
+}
+]] })
+        server.sql("insert into cache_locks (" .. server.key_column .. ", owner, expiration) values ("
+            .. server.literal("laravel_cachelaravel-queue-overlap:App\\Jobs\\Overlapping:shared")
+            .. ", 'another', " .. (os.time() + 100) .. ")")
+        local pushed = H.run({ "push", "App\\Jobs\\Overlapping", '{"n":1,"ms":0,"key":"shared"}' }, { env = e })
+        assert.are.equal(0, pushed.status, pushed.stderr)
+        local r = H.run({ "work", "database", "--handlers=" .. handlers, "--stop-when-empty", "--tries=1" },
+            { env = e })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.matches("^0|", server.sql("select attempts, available_at from jobs"))
+        assert.are.equal("", server.sql("select * from failed_jobs"))
+    end)
+
     it("counts maxExceptions in the app's database cache store, with no Redis at all", function()
         server.sql("delete from cache")
         local e = env({ REDIS_PORT = tostring(H.free_port()), CACHE_STORE = "database" })

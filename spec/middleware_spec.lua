@@ -258,4 +258,52 @@ return {
         assert.are.same({ "ran", "ran" }, results)
         assert.are.equal(0, H.r("EXISTS", SLOT), w:stderr())
     end)
+
+    it("gives back the attempt of a job a limit held back with LUAWORKER_LIMITS_KEEP_ATTEMPTS=true: "
+        .. "--tries=1 jobs all run in the end, each as its first attempt", function()
+        local handlers = H.handlers({ ["App/Jobs/Overlapping.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.without_overlapping("shared", { release_after = 1, expire_after = 60 }) },
+    handle = function(job, command)
+        local trail = luaworker.prefix .. "overlap:trail"
+        luaworker.redis("RPUSH", trail, "s " .. command.n .. " lua")
+        luaworker.redis("RPUSH", luaworker.prefix .. "overlap:attempts", job:attempts())
+        luaworker.sleep(command.ms / 1000)
+        luaworker.redis("RPUSH", trail, "e " .. command.n .. " lua")
+    end,
+}
+]] })
+        H.dispatch("Overlapping", "--count=4", '--args={"n":"{i}","ms":300}')
+        fleet.spawn({ "work", "--handlers=" .. handlers, "--sleep=0.05", "--no-watch", "--tries=1",
+            "--concurrency=4" }, { env = { LUAWORKER_LIMITS_KEEP_ATTEMPTS = "true" } })
+        H.wait_until(function() return #runs_without_overlap() == 4 and H.r("LLEN", TRAIL) == 8 end, 20,
+            "the 4 jobs")
+        assert.are.same({ "1", "1", "1", "1" }, H.r("LRANGE", H.prefix .. "overlap:attempts", 0, -1))
+        assert.are.equal(0, H.r("ZCARD", H.prefix .. "luaworker:failed_jobs"))
+        -- (without it, each held back would come back as its second attempt, past --tries=1)
+    end)
+
+    it("counts the attempt of a job a limit held back, as Laravel does, when not told to give it back",
+        function()
+        local handlers = H.handlers({ ["App/Jobs/Overlapping.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.without_overlapping("shared", { release_after = 30 }) },
+    handle = function() end,
+}
+]] })
+        H.r("SET", LOCK, "someoneelse00000")
+        H.dispatch("Overlapping", "--count=1", '--args={"n":"1","ms":0}')
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" })
+        assert.are.equal(0, r.status, r.stderr)
+        local _, delayed = H.keys()
+        assert.are.equal(1, cjson.decode(H.r("ZRANGE", delayed, 0, 0)[1]).attempts)
+        H.r("DEL", H.prefix .. "queues:default:delayed")
+        H.dispatch("Overlapping", "--count=1", '--args={"n":"2","ms":0}')
+        r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" },
+            { env = { LUAWORKER_LIMITS_KEEP_ATTEMPTS = "true" } })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(0, cjson.decode(H.r("ZRANGE", delayed, 0, 0)[1]).attempts)
+    end)
 end)

@@ -140,9 +140,11 @@ function Job:is_deleted_or_released() end
 ---Removes the job from its queue.
 function Job:delete() end
 
----Puts the job back, available after delay seconds; the next run is another attempt.
+---Puts the job back, available after delay seconds; the next run is another attempt,
+---unless opts.keep_attempts gives this one back (a job a limit held back: it did not run).
 ---@param delay? number seconds, default 0
-function Job:release(delay) end
+---@param opts? { keep_attempts?: boolean }
+function Job:release(delay, opts) end
 
 ---Fails the job for good: the failed-job record, failed(), the failing hooks.
 ---@param err? any default: ManuallyFailedException
@@ -257,6 +259,7 @@ function http.fake(responder) end
 ---@field dont_release? boolean delete the job instead of releasing it
 ---@field shared? boolean the key without the job's class (Laravel 10.36's shared())
 ---@field prefix? string in place of "laravel-queue-overlap:" (withPrefix)
+---@field keep_attempts? boolean a job held back gets its attempt back (default: LUAWORKER_LIMITS_KEEP_ATTEMPTS)
 
 ---Laravel's job middleware, with Laravel's keys in the app's stores (docs/handlers.md).
 ---@class luaworker.middleware
@@ -276,6 +279,7 @@ function middleware.without_overlapping(key, opts) end
 
 ---@class luaworker.RateLimitedOptions
 ---@field dont_release? boolean delete the job held back instead of releasing it
+---@field keep_attempts? boolean a job held back gets its attempt back (default: LUAWORKER_LIMITS_KEEP_ATTEMPTS)
 
 ---RateLimited(name): the app's cache store's RateLimiter, keys md5(name .. by).
 ---@param name string

@@ -324,13 +324,14 @@ end
 -- connection; or the job was deleted) or reserved again since (its reservation
 -- expired and another worker took it). Laravel deletes the row by its id whatever
 -- its reservation, and the job would then run twice.
-function Queue:release(q, record, delay)
+function Queue:release(q, record, delay, keep_attempts)
     return self.db:transaction(function(d)
         -- (a renewal whose outcome is unknown may have moved reserved_at: see renew)
         local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and reserved_at in (?, ?)",
             { record.id, record.reserved_at, record.renewed_to or record.reserved_at })
         if deleted == 0 then return nil end
-        return insert(self, q, record.payload, host.now() + (delay or 0), record.attempts)
+        return insert(self, q, record.payload, host.now() + (delay or 0),
+            keep_attempts and record.attempts - 1 or record.attempts)
     end)
 end
 

@@ -338,9 +338,12 @@ end
 -- is still in the reserved set. Laravel's script adds it whatever; a job whose
 -- reservation expired and was taken again, or whose pop a failover lost, would then
 -- be in the queue twice. Made again, after a lost connection, the same way.
-function M.release(q, reserved_copy, available_at)
+-- as_popped (optional): the job as it was popped, put back in place of its reserved
+-- copy: its attempt given back.
+function M.release(q, reserved_copy, available_at, as_popped)
     local _, delayed, reserved = M.keys(q)
-    redis.script("queue", "release", { delayed, reserved }, { reserved_copy, available_at, "reserved" })
+    redis.script("queue", "release", { delayed, reserved },
+        { reserved_copy, available_at, "reserved", as_popped })
 end
 
 -- Records a failed job and removes its reservation in one step (scripts/fail.lua).

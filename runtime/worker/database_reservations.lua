@@ -176,9 +176,9 @@ local function settle_deletes()
     flush_deletes()  -- (one that failed put its ids back)
 end
 
-function M.release(job, delay)
+function M.release(job, delay, keep_attempts)
     waited_out(function()
-        jobs_table:release(job:queue(), job:reserved_body(), delay)
+        jobs_table:release(job:queue(), job:reserved_body(), delay, keep_attempts)
     end)
 end
 function M.start(job)

@@ -14,7 +14,7 @@ local M = {}
 local decode = cjson.new().decode
 
 -- What the run of job did, kept on it: job.fake = { deleted = bool, released =
--- delay or nil, failed = exception_info or nil (fail.lua's: class, message, text,
+-- delay or nil, kept_attempts = true when that release gave its attempt back, failed = exception_info or nil (fail.lua's: class, message, text,
 -- value), unique_locks = { key... }, batch = { { "successful" | "failed", id }... },
 -- exceptions = the count maxExceptions compares }: form_of(options, fake).
 local function form_of(options, fake)
@@ -25,7 +25,10 @@ local function form_of(options, fake)
         return (tonumber(values.value(job:payload().attempts)) or 0) + 1
     end
     function form.delete() fake.deleted = true end
-    function form.release(_, delay) fake.released = delay end
+    function form.release(_, delay, keep_attempts)
+        fake.released = delay
+        fake.kept_attempts = keep_attempts or nil
+    end
     function form.start() return true end
     function form.running() end
     function form.finished() end

@@ -145,15 +145,19 @@ function Job:delete()
 end
 
 -- Puts the job back, available after delay seconds (default 0); the next run counts
--- as another attempt.
-function Job:release(delay)
+-- as another attempt, unless opts.keep_attempts: then the attempt this run used is
+-- given back (a job a limit held back: it waited, it did not run).
+function Job:release(delay, opts)
     if delay == nil then delay = 0 end
     if type(delay) ~= "number" or not (delay >= 0 and delay <= MAX_DELAY) then
         error("job:release(delay): expected a number of seconds from 0 to " .. MAX_DELAY .. ", got "
             .. tostring(delay), 2)
     end
+    if opts ~= nil and type(opts) ~= "table" then
+        error("job:release(delay, opts): expected a table { keep_attempts = true }, got " .. type(opts), 2)
+    end
     self._released = true
-    self.form.release(self, math.floor(delay))
+    self.form.release(self, math.floor(delay), opts and opts.keep_attempts and true or false)
     host.count_job(self._queue, self:name(), "released")
     horizon.record("released", self)
 end

@@ -16,13 +16,27 @@
 --     (below): the app's cache store's RateLimiter
 --   rate_limited_with_redis(name, limits, opts)  RateLimitedWithRedis: Laravel's
 --     DurationLimiter on the app's default Redis connection
+-- A job any of them holds back is released as Laravel releases it, its attempt
+-- counted; with opts.keep_attempts or LUAWORKER_LIMITS_KEEP_ATTEMPTS=true, given
+-- back (hold_back).
 local host = require "luaworker.host"
 local php = require "luaworker.php"
+local settings = require "luaworker.base.settings"
 local cache = require "luaworker.queue.cache"
 local limiters = require "luaworker.queue.limiters"
 local rate_limiter = require "luaworker.queue.rate_limiter"
 
 local M = {}
+
+-- Releases job, held back by a limit, for delay seconds: as Laravel does, its
+-- attempt counted; with opts.keep_attempts (or, when the middleware does not say,
+-- LUAWORKER_LIMITS_KEEP_ATTEMPTS=true) that attempt given back, since the job
+-- waited and did not run, so that tries counts runs.
+local function hold_back(job, delay, opts)
+    local keep = opts.keep_attempts
+    if keep == nil then keep = settings.env("LUAWORKER_LIMITS_KEEP_ATTEMPTS") == "true" end
+    job:release(delay, { keep_attempts = keep })
+end
 
 -- The job's class, as get_class($job) names it in a middleware's key: the command's.
 local function class_of(job)
@@ -59,7 +73,7 @@ function M.without_overlapping(key, opts)
             cache.release_lock(name, owner)
             if not ok then error(err, 0) end
         elseif not opts.dont_release then
-            job:release(release_after)
+            hold_back(job, release_after, opts)
         end
     end
 end
@@ -94,7 +108,7 @@ function M.rate_limited(name, limits, opts)
     return function(job, next)
         for _, l in ipairs(limits) do
             if rate_limiter.too_many_attempts(l.key, l.max) then
-                if not opts.dont_release then job:release(rate_limiter.available_in(l.key) + 3) end
+                if not opts.dont_release then hold_back(job, rate_limiter.available_in(l.key) + 3, opts) end
                 return
             end
             rate_limiter.hit(l.key, l.decay)
@@ -112,7 +126,7 @@ function M.rate_limited_with_redis(name, limits, opts)
         for _, l in ipairs(limits) do
             local acquired, decays_at = limiters.duration_acquire(l.key, l.max, l.decay)
             if not acquired then
-                if not opts.dont_release then job:release(math.max(0, decays_at - host.now()) + 3) end
+                if not opts.dont_release then hold_back(job, math.max(0, decays_at - host.now()) + 3, opts) end
                 return
             end
         end

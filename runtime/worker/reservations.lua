@@ -411,7 +411,9 @@ end
 function M.id(job) return values.value(job:payload().id) end
 function M.attempts(job) return (tonumber(job:payload().attempts) or 0) + 1 end
 function M.delete(job) queue.delete_reserved(job:queue(), job:reserved_body()) end
-function M.release(job, delay) queue.release(job:queue(), job:reserved_body(), host.now() + delay) end
+function M.release(job, delay, keep_attempts)
+    queue.release(job:queue(), job:reserved_body(), host.now() + delay, keep_attempts and job:raw_body() or nil)
+end
 -- A job that no longer runs (its worker died, or it was stopped past its timeout)
 -- and was not failed: its lease ends and so does its reservation, now, so that the
 -- next migrate puts it back on its queue with the attempt it used counted.
