@@ -306,4 +306,50 @@ return {
         assert.are.equal(0, r.status, r.stderr)
         assert.are.equal(0, cjson.decode(H.r("ZRANGE", delayed, 0, 0)[1]).attempts)
     end)
+
+    -- Flaky jobs (always raising) under ThrottlesExceptions(2, 1) by "flaky", in two
+    -- turns: one job run by luaworker until it is held back (it raised twice, then
+    -- the limit released it), then one by PHP's queue:work, held back by the count
+    -- luaworker's runs left. Returns the runs and the delayed jobs with their scores.
+    local function flaky(redis)
+        local args = cjson.encode({ n = "lua", redis = redis })
+        H.dispatch("Flaky", "--args=" .. args)
+        local r = H.run({ "work", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers",
+            "--stop-when-empty", "--tries=100" })
+        assert.are.equal(0, r.status, r.stderr)
+        H.dispatch("Flaky", "--args=" .. cjson.encode({ n = "php", redis = redis }))
+        H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" })
+        local _, delayed = H.keys()
+        return H.r("LRANGE", H.prefix .. "flaky:runs", 0, -1), H.r("ZRANGE", delayed, 0, -1, "WITHSCORES")
+    end
+
+    it("throttles_exceptions counts the exceptions in ThrottlesExceptions's cache-store key with PHP: two "
+        .. "runs raise, then luaworker's job and PHP's are held back until the timer ends, plus 3 s", function()
+        local runs, held = flaky(false)
+        assert.are.same({ "lua lua", "lua lua" }, runs)
+        local key = H.cache_prefix .. "laravel_throttles_exceptions:flaky"
+        assert.are.equal("2", H.rdb(1, "GET", key))
+        local timer = tonumber(H.rdb(1, "GET", key .. ":timer"))
+        assert.are.equal(4, #held)
+        for i = 2, #held, 2 do
+            assert.is_true(math.abs(tonumber(held[i]) - (timer + 3)) <= 1, held[i] .. " vs " .. timer)
+        end
+        -- luaworker's job ran twice and was held back on its third try; PHP's never ran
+        local attempts = {}
+        for i = 1, #held, 2 do attempts[#attempts + 1] = cjson.decode(held[i]).attempts end
+        table.sort(attempts)
+        assert.are.same({ 1, 3 }, attempts)
+    end)
+
+    it("throttles_exceptions_with_redis counts them in ThrottlesExceptionsWithRedis's DurationLimiter with "
+        .. "PHP: held back until its window ends", function()
+        local runs, held = flaky(true)
+        assert.are.same({ "lua lua", "lua lua" }, runs)
+        local window = H.hash(H.prefix .. "laravel_throttles_exceptions:flaky")
+        assert.are.equal("2", window.count)
+        assert.are.equal(4, #held)
+        for i = 2, #held, 2 do
+            assert.is_true(math.abs(tonumber(held[i]) - tonumber(window["end"])) <= 1, held[i])
+        end
+    end)
 end)

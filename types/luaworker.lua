@@ -295,6 +295,28 @@ function middleware.rate_limited(name, limits, opts) end
 ---@return luaworker.Middleware
 function middleware.rate_limited_with_redis(name, limits, opts) end
 
+---@class luaworker.ThrottlesExceptionsOptions
+---@field backoff? integer seconds a job that raised is released for (0)
+---@field by? string the key (Laravel's by()); default md5 of the job's class
+---@field by_job? boolean the key is the job's uuid (byJob())
+---@field when? fun(err: any): boolean only errors it returns true for are throttled
+---@field prefix? string in place of "laravel_throttles_exceptions:" (withPrefix)
+---@field keep_attempts? boolean a job held back gets its attempt back (default: LUAWORKER_LIMITS_KEEP_ATTEMPTS)
+
+---ThrottlesExceptions: after max exceptions within decay seconds, jobs of the key are held back.
+---@param max? integer 10
+---@param decay? integer seconds, 600 (Laravel's 10 minutes)
+---@param opts? luaworker.ThrottlesExceptionsOptions
+---@return luaworker.Middleware
+function middleware.throttles_exceptions(max, decay, opts) end
+
+---ThrottlesExceptionsWithRedis: the same counted by Laravel's DurationLimiter.
+---@param max? integer 10
+---@param decay? integer seconds, 600
+---@param opts? luaworker.ThrottlesExceptionsOptions
+---@return luaworker.Middleware
+function middleware.throttles_exceptions_with_redis(max, decay, opts) end
+
 ---cjson, whose encode writes any value a command holds exactly (int64, null).
 ---@class luaworker.json
 ---@field null lightuserdata

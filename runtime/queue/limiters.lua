@@ -26,6 +26,19 @@ function M.duration_acquire(name, allowed, decay)
     return r[1] == 1 or r[1] == true, tonumber(r[2]), math.max(0, tonumber(r[3]) or 0)
 end
 
+-- DurationLimiter::tooManyAttempts of name, counting nothing: whether its window
+-- allows no more now, and when it ends (0 when there is none).
+function M.duration_too_many(name, allowed, decay)
+    local r = redis.script("queue", "duration_limiter", { queue.prefixed(name) },
+        { string.format("%.4f", host.microtime()), host.now(), decay, allowed, "peek" })
+    return tonumber(r[2]) <= 0, tonumber(r[1])
+end
+
+-- DurationLimiter::clear: name's window goes.
+function M.duration_clear(name)
+    redis.call("queue", "DEL", queue.prefixed(name))
+end
+
 -- ConcurrencyLimiter::acquire of name for holder id: the slot taken, or nil.
 local function concurrency_acquire(name, limit, release_after, id)
     local keys = {}

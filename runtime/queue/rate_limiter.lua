@@ -30,6 +30,13 @@ function M.hit(key, decay)
     return hits
 end
 
+-- RateLimiter::clear: key's hits and timer go.
+function M.clear(key)
+    local store = cache.numbers()
+    store.forget(key)
+    store.forget(key .. ":timer")
+end
+
 -- RateLimiter::availableIn: seconds until key's timer ends (0 when it is gone).
 function M.available_in(key)
     return math.max(0, (cache.numbers().get(key .. ":timer") or 0) - host.now())

@@ -16,6 +16,9 @@
 --     (below): the app's cache store's RateLimiter
 --   rate_limited_with_redis(name, limits, opts)  RateLimitedWithRedis: Laravel's
 --     DurationLimiter on the app's default Redis connection
+--   throttles_exceptions(max, decay, opts)  ThrottlesExceptions: after max exceptions
+--     within decay seconds the job is held back (the cache store's RateLimiter)
+--   throttles_exceptions_with_redis(max, decay, opts)  ThrottlesExceptionsWithRedis
 -- A job any of them holds back is released as Laravel releases it, its attempt
 -- counted; with opts.keep_attempts or LUAWORKER_LIMITS_KEEP_ATTEMPTS=true, given
 -- back (hold_back).
@@ -134,6 +137,70 @@ function M.rate_limited_with_redis(name, limits, opts)
     end
 end
 
+-- ThrottlesExceptions(max, decay): the job's key (opts.by; opts.by_job: the job's
+-- uuid; else md5 of its class, after opts.prefix, "laravel_throttles_exceptions:").
+local function throttle_key(job, opts)
+    local prefix = opts.prefix or "laravel_throttles_exceptions:"
+    if opts.by ~= nil then return prefix .. tostring(opts.by) end
+    if opts.by_job then return prefix .. tostring(job:uuid()) end
+    return prefix .. php.md5(class_of(job))
+end
+
+-- The options of throttles_exceptions(_with_redis), checked: max (10), decay (600
+-- seconds: Laravel's 10 minutes), backoff (0 seconds), when (a function or nil).
+local function throttle_options(what, max, decay, opts)
+    opts = opts or {}
+    local checked = { max = whole(what, { max = max }, "max", 10, 1),
+        decay = whole(what, { decay = decay }, "decay", 600, 1),
+        backoff = whole(what, opts, "backoff", 0, 0) }
+    if opts.when ~= nil and type(opts.when) ~= "function" then
+        error(what .. ": when: expected a function(err) returning whether to throttle it", 3)
+    end
+    return checked, opts
+end
+
+-- Runs next(job) for throttles_exceptions: on success ok(); on an error that when()
+-- lets through (all, without it) hit() and the job released for backoff seconds
+-- (its attempt counted: it ran); other errors raised again.
+local function run_throttled(job, next, opts, backoff, ok, hit)
+    local ran, err = pcall(next, job)
+    if ran then return ok() end
+    if opts.when and not opts.when(err) then error(err, 0) end
+    hit()
+    job:release(backoff)
+end
+
+-- ThrottlesExceptions(max, decay): while the job's key has max exceptions within
+-- decay seconds (the cache store's RateLimiter) the job is held back (released for
+-- the seconds the timer has left plus 3); a run that raises counts one and releases
+-- the job for opts.backoff seconds; one that returns clears the count.
+function M.throttles_exceptions(max, decay, opts)
+    local o
+    o, opts = throttle_options("throttles_exceptions", max, decay, opts)
+    return function(job, next)
+        local key = throttle_key(job, opts)
+        if rate_limiter.too_many_attempts(key, o.max) then
+            return hold_back(job, rate_limiter.available_in(key) + 3, opts)
+        end
+        run_throttled(job, next, opts, o.backoff, function() rate_limiter.clear(key) end,
+            function() rate_limiter.hit(key, o.decay) end)
+    end
+end
+
+-- ThrottlesExceptionsWithRedis: the same counted by Laravel's DurationLimiter on the
+-- default Redis connection; held back until its window ends.
+function M.throttles_exceptions_with_redis(max, decay, opts)
+    local o
+    o, opts = throttle_options("throttles_exceptions_with_redis", max, decay, opts)
+    return function(job, next)
+        local key = throttle_key(job, opts)
+        local too_many, decays_at = limiters.duration_too_many(key, o.max, o.decay)
+        if too_many then return hold_back(job, math.max(0, decays_at - host.now()), opts) end
+        run_throttled(job, next, opts, o.backoff, function() limiters.duration_clear(key) end,
+            function() limiters.duration_acquire(key, o.max, o.decay) end)
+    end
+end
+
 -- The middleware of handler for job: its `middleware` list, or what its function
 -- returns. Raises naming what is wrong.
 local function middleware_of(handler, job, command)
@@ -156,7 +223,9 @@ end
 -- The middleware handlers build (luaworker.middleware).
 function M.builders()
     return { without_overlapping = M.without_overlapping, rate_limited = M.rate_limited,
-        rate_limited_with_redis = M.rate_limited_with_redis }
+        rate_limited_with_redis = M.rate_limited_with_redis,
+        throttles_exceptions = M.throttles_exceptions,
+        throttles_exceptions_with_redis = M.throttles_exceptions_with_redis }
 end
 
 -- Runs handler.handle(job, command) through the handler's middleware, the first
