@@ -159,46 +159,54 @@ local function throttle_options(what, max, decay, opts)
     return checked, opts
 end
 
--- Runs next(job) for throttles_exceptions: on success ok(); on an error that when()
--- lets through (all, without it) hit() and the job released for backoff seconds
--- (its attempt counted: it ran); other errors raised again.
-local function run_throttled(job, next, opts, backoff, ok, hit)
-    local ran, err = pcall(next, job)
-    if ran then return ok() end
-    if opts.when and not opts.when(err) then error(err, 0) end
-    hit()
-    job:release(backoff)
+-- Where throttles_exceptions counts: held_for(key, o) -> the seconds a job of key is
+-- held back for, or nil; clear(key); hit(key, o).
+local EXCEPTION_COUNTS = {
+    -- ThrottlesExceptions: the cache store's RateLimiter; held until the timer ends, plus 3
+    cache = {
+        held_for = function(key, o)
+            if rate_limiter.too_many_attempts(key, o.max) then return rate_limiter.available_in(key) + 3 end
+        end,
+        clear = rate_limiter.clear,
+        hit = function(key, o) rate_limiter.hit(key, o.decay) end,
+    },
+    -- ThrottlesExceptionsWithRedis: Laravel's DurationLimiter; held until the window ends
+    redis = {
+        held_for = function(key, o)
+            local too_many, decays_at = limiters.duration_too_many(key, o.max, o.decay)
+            if too_many then return math.max(0, decays_at - host.now()) end
+        end,
+        clear = limiters.duration_clear,
+        hit = function(key, o) limiters.duration_acquire(key, o.max, o.decay) end,
+    },
+}
+
+-- ThrottlesExceptions(max, decay) counting in counts: while the job's key has max
+-- exceptions within decay seconds the job is held back; a run that raises counts
+-- one and releases the job for opts.backoff seconds (its attempt counted: it ran),
+-- unless opts.when does not let that error through (it is raised again); a run
+-- that returns clears the count.
+local function throttles(what, counts, max, decay, opts)
+    local o
+    o, opts = throttle_options(what, max, decay, opts)
+    return function(job, next)
+        local key = throttle_key(job, opts)
+        local held_for = counts.held_for(key, o)
+        if held_for then return hold_back(job, held_for, opts) end
+        local ran, err = pcall(next, job)
+        if ran then return counts.clear(key) end
+        if opts.when and not opts.when(err) then error(err, 0) end
+        counts.hit(key, o)
+        job:release(o.backoff)
+    end
 end
 
--- ThrottlesExceptions(max, decay): while the job's key has max exceptions within
--- decay seconds (the cache store's RateLimiter) the job is held back (released for
--- the seconds the timer has left plus 3); a run that raises counts one and releases
--- the job for opts.backoff seconds; one that returns clears the count.
 function M.throttles_exceptions(max, decay, opts)
-    local o
-    o, opts = throttle_options("throttles_exceptions", max, decay, opts)
-    return function(job, next)
-        local key = throttle_key(job, opts)
-        if rate_limiter.too_many_attempts(key, o.max) then
-            return hold_back(job, rate_limiter.available_in(key) + 3, opts)
-        end
-        run_throttled(job, next, opts, o.backoff, function() rate_limiter.clear(key) end,
-            function() rate_limiter.hit(key, o.decay) end)
-    end
+    return throttles("throttles_exceptions", EXCEPTION_COUNTS.cache, max, decay, opts)
 end
 
--- ThrottlesExceptionsWithRedis: the same counted by Laravel's DurationLimiter on the
--- default Redis connection; held back until its window ends.
 function M.throttles_exceptions_with_redis(max, decay, opts)
-    local o
-    o, opts = throttle_options("throttles_exceptions_with_redis", max, decay, opts)
-    return function(job, next)
-        local key = throttle_key(job, opts)
-        local too_many, decays_at = limiters.duration_too_many(key, o.max, o.decay)
-        if too_many then return hold_back(job, math.max(0, decays_at - host.now()), opts) end
-        run_throttled(job, next, opts, o.backoff, function() limiters.duration_clear(key) end,
-            function() limiters.duration_acquire(key, o.max, o.decay) end)
-    end
+    return throttles("throttles_exceptions_with_redis", EXCEPTION_COUNTS.redis, max, decay, opts)
 end
 
 -- The middleware of handler for job: its `middleware` list, or what its function
