@@ -57,7 +57,7 @@ LUA_OBJ  = $(LUA_SRC:runtime/%.lua=$(OBJ)/%.lua.o)
 # Debian packages: build, tests, and the Laravel 8 app the interop specs drive.
 DEB_BUILD = build-essential pkg-config luajit libluajit-5.1-dev libhiredis-dev \
             libev-dev lua-cjson lua-cjson-dev libssl-dev libcurl4-openssl-dev libpq-dev \
-            libsqlite3-dev libmariadb-dev libmicrohttpd-dev
+            libsqlite3-dev libmariadb-dev libmicrohttpd-dev libxxhash-dev
 DEB_TEST  = redis-server lua5.2 lua-busted lua-socket lua-sec lua-posix lua-redis openssl postgresql sqlite3 mariadb-server libfaketime supervisor prometheus curl chromium \
             php-cli php-redis php-sqlite3 php-mysql php-pgsql php-laravel-framework php-guzzlehttp-guzzle
 # what `make demo` needs (a private redis-server, the Laravel app that pushes its jobs)

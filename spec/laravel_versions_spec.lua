@@ -173,12 +173,11 @@ return { handle = function(job) require("luaworker").redis("RPUSH", "spec:ran", 
             laravel_unique_job_key = s("laravel_unique_job:" .. hashed .. ":7"),
             laravel_unique_job_lock_owner = s("owner-c") } })
         assert.are.same({ 1, 1, 0 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name), H.r("EXISTS", by_hash) })
-        -- a payload without it (pushed before 11.39): left, said
+        -- a payload without it (pushed before 11.39): the hash computed (php.xxh128,
+        -- Debian's libxxhash), as PHP's hash() gives it
         H.r("SET", by_hash, "x")
-        local r = run("12.54")
-        assert.are.same({ 1, 1, 1 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name), H.r("EXISTS", by_hash) })
-        assert.matches("cannot release the unique lock of Custom Name: Laravel 12.54+ names it by the "
-            .. "xxh128 hash", r.stderr, 1, true)
+        run("12.54")
+        assert.are.same({ 1, 1, 0 }, { H.r("EXISTS", by_class), H.r("EXISTS", by_name), H.r("EXISTS", by_hash) })
         -- 13.24+: the Context's owner when the command has none
         H.r("SET", by_hash, "owner-d")
         run("13.24", nil, nil, { data = {}, hidden = {

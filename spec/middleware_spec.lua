@@ -352,4 +352,63 @@ return {
             assert.is_true(math.abs(tonumber(held[i]) - tonumber(window["end"])) <= 1, held[i])
         end
     end)
+
+    it("php.md5 and php.xxh128 give PHP's md5() and hash('xxh128') byte for byte", function()
+        local texts = { "", "paymentsacme", "App\\Jobs\\Flaky", "Custom Name", string.rep("ü", 300) }
+        local script = H.tmpdir() .. "/hash.lua"
+        local lines = { 'local php = require "luaworker.php"' }
+        for _, t in ipairs(texts) do
+            lines[#lines + 1] = string.format("print(php.md5(%q) .. ' ' .. php.xxh128(%q))", t, t)
+        end
+        H.write_file(script, table.concat(lines, "\n"))
+        local r = H.run({ "lua", script })
+        assert.are.equal(0, r.status, r.stderr)
+        local php_lines = {}
+        for _, t in ipairs(texts) do
+            local f = io.popen("php -r 'echo md5($argv[1]), \" \", hash(\"xxh128\", $argv[1]);' -- " .. H.quote(t))
+            php_lines[#php_lines + 1] = f:read("*a")
+            f:close()
+        end
+        assert.are.equal(table.concat(php_lines, "\n") .. "\n", r.stdout)
+    end)
+
+    it("throttles_exceptions keys a job without by as the --laravel version does: md5 of its class before "
+        .. "12.0, its xxh128 from 12.0, that of its own displayName() from 12.41; releases after an exception "
+        .. "for backoff minutes", function()
+        local handlers = H.handlers({ ["App/Jobs/Flaky.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.throttles_exceptions(5, 60, { backoff = 2 }) },
+    handle = function() error("flaky") end,
+}
+]] })
+        local function hash(algo, text)
+            local f = io.popen("php -r 'echo hash($argv[1], $argv[2]);' -- " .. algo .. " " .. H.quote(text))
+            local v = f:read("*a")
+            f:close()
+            return v
+        end
+        local function key_after(version, display_name)
+            H.flush()
+            local payload = H.class_payload("App\\Jobs\\Flaky", { maxTries = 1 })
+            if display_name then payload.displayName = display_name end
+            H.push(payload)
+            local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty", "--laravel=" .. version })
+            assert.are.equal(0, r.status, r.stderr)
+            -- released after it raised, for backoff minutes, not failed
+            local _, delayed = H.keys()
+            local wait = tonumber(H.r("ZRANGE", delayed, 0, 0, "WITHSCORES")[2]) - os.time()
+            assert.is_true(wait >= 118 and wait <= 120, tostring(wait))
+            -- (the cache prefix is the version's: laravel_cache: before 11, laravel_cache_ after)
+            local keys = H.rdb(1, "KEYS", "*laravel_throttles_exceptions:*")
+            table.sort(keys)
+            assert.is_truthy(keys[1], "no key of ThrottlesExceptions")
+            return keys[1]:match("laravel_throttles_exceptions:.*$")
+        end
+        local class = "App\\Jobs\\Flaky"
+        assert.are.equal("laravel_throttles_exceptions:" .. hash("md5", class), key_after("11"))
+        assert.are.equal("laravel_throttles_exceptions:" .. hash("xxh128", class), key_after("12"))
+        assert.are.equal("laravel_throttles_exceptions:" .. hash("xxh128", "Nice Name"),
+            key_after("12.41", "Nice Name"))
+    end)
 end)

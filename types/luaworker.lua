@@ -296,7 +296,7 @@ function middleware.rate_limited(name, limits, opts) end
 function middleware.rate_limited_with_redis(name, limits, opts) end
 
 ---@class luaworker.ThrottlesExceptionsOptions
----@field backoff? integer seconds a job that raised is released for (0)
+---@field backoff? integer minutes a job that raised is released for (0), as Laravel's backoff()
 ---@field by? string the key (Laravel's by()); default md5 of the job's class
 ---@field by_job? boolean the key is the job's uuid (byJob())
 ---@field when? fun(err: any): boolean only errors it returns true for are throttled
@@ -343,6 +343,11 @@ function php.unserialize(text) end
 ---@param s string
 ---@return string
 function php.md5(s) end
+
+---PHP's hash('xxh128', s): the lowercase hex XXH3 128-bit hash of s.
+---@param s string
+---@return string
+function php.xxh128(s) end
 
 ---@param value any
 ---@return string

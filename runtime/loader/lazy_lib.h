@@ -1,7 +1,7 @@
 /* lazy_lib: a shared library loaded on first use (dlopen), with the functions
  * luaworker takes from it: a process that never uses it does not load it, and what
  * it brings, at every start (libcurl alone brings some 30 libraries). For libcurl,
- * libpq and libsqlite3. Uses nothing else. */
+ * libpq, libsqlite3, libmicrohttpd and libxxhash. Uses nothing else. */
 #ifndef LUAWORKER_LAZY_LIB_H
 #define LUAWORKER_LAZY_LIB_H
 

@@ -384,9 +384,10 @@ int luaopen_luaworker_php(lua_State *L)
         { "members", l_php_members },
         { "select", l_php_select },
         { "md5", php_hash_md5 },
+        { "xxh128", php_hash_xxh128 },
         { NULL, NULL }
     };
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 13);
     luaL_register(L, NULL, funcs);
     lua_pushlightuserdata(L, NULL);
     lua_setfield(L, -2, "null");

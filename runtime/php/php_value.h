@@ -11,7 +11,7 @@
  * their PHP names, select copies an object with some of its members in a
  * given order.  The text mappings are in
  * php_unserialize.c and php_serialize.c, the metatable layout in php_meta.h.
- * md5 is PHP's md5() (php_hash). Uses php_unserialize, php_serialize, php_meta and php_hash.
+ * md5 and xxh128 are PHP's md5() and hash('xxh128') (php_hash). Uses php_unserialize, php_serialize, php_meta and php_hash.
  */
 #ifndef LUAWORKER_PHP_VALUE_H
 #define LUAWORKER_PHP_VALUE_H

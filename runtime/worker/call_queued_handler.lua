@@ -95,14 +95,11 @@ function M.unique_mode(handler, command)
     return false
 end
 
-local xxh128_said = {}  -- display names whose lock was said to be left
-
 -- The cache key of the job's lock (before the cache prefix): laravel_unique_job:
 -- and the class and uniqueId (the handler's unique_id(command) stands for a PHP
 -- uniqueId() method), 8-10 joined as they are, 11+ with ':' between, 12.41+ with
 -- the job's displayName() for the class when it has its own (display_name, the
--- payload's, differs from the class); 12.54+ names such a lock by the xxh128 hash
--- of it, which luaworker does not compute: nil then.
+-- payload's, differs from the class), 12.54+ by its xxh128 (job_middleware.lock_name).
 local function lock_key(handler, command, display_name)
     local id
     if handler and type(handler.unique_id) == "function" then
@@ -110,11 +107,7 @@ local function lock_key(handler, command, display_name)
     else
         id = value(command.uniqueId)
     end
-    local name = php.class(command)
-    if settings.laravel_at_least(12, 41) and type(display_name) == "string" and display_name ~= name then
-        if settings.laravel_at_least(12, 54) then return nil end
-        name = display_name
-    end
+    local name = job_middleware.lock_name(php.class(command), display_name)
     local separator = settings.laravel_at_least(11, 0) and ":" or ""
     return "laravel_unique_job:" .. name .. separator .. tostring(id or "")
 end
@@ -122,25 +115,13 @@ end
 -- UniqueLock::release: deletes the job's lock in the cache store (its lock
 -- connection is the 'default' Redis connection, the queue's). The key is the one
 -- Laravel 11.39+ recorded in the payload's hidden Context when it pushed the job
--- (laravel_unique_job_key), else lock_key's; a lock luaworker cannot name is left
--- to its uniqueFor, said once per name. 13.24+: a job carrying its lock's owner
+-- (laravel_unique_job_key), else lock_key's. 13.24+: a job carrying its lock's owner
 -- (uniqueLockOwner, or the Context's laravel_unique_job_lock_owner) deletes the
 -- key only while that owner holds it.
 function M.release_unique_lock(handler, command, job)
     local context = job:log_context()
     local key = log_context.get(context, "hidden", "laravel_unique_job_key")
     if type(key) ~= "string" then key = lock_key(handler, command, job:display_name()) end
-    if not key then
-        local display_name = job:display_name()
-        if not xxh128_said[display_name] then
-            xxh128_said[display_name] = true
-            output.error("cannot release the unique lock of " .. output.text(display_name)
-                .. ": Laravel 12.54+ names it by the xxh128 hash of the job's displayName(), "
-                .. "which luaworker does not compute, and the payload does not carry it "
-                .. "(pushed by Laravel before 11.39?); it ends when its uniqueFor runs out")
-        end
-        return
-    end
     local owner = value(command.uniqueLockOwner)
     if owner == nil or owner == "" then
         owner = log_context.get(context, "hidden", "laravel_unique_job_lock_owner")

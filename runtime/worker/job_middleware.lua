@@ -47,6 +47,22 @@ local function class_of(job)
     return type(data) == "table" and data.commandName or job:name()
 end
 
+-- Whether the job's class has a displayName() of its own (12.41+ name it by that):
+-- the payload's display name is not the class.
+local function own_display_name(class, display_name)
+    return type(display_name) == "string" and display_name ~= class
+end
+
+-- The job's name in a lock's key (UniqueLock's, WithoutOverlapping's): its class;
+-- 12.41+ its own displayName() when it has one; 12.54+ that name's xxh128.
+function M.lock_name(class, display_name)
+    if settings.laravel_at_least(12, 41) and own_display_name(class, display_name) then
+        if settings.laravel_at_least(12, 54) then return php.xxh128(display_name) end
+        return display_name
+    end
+    return class
+end
+
 -- The whole number opts[name] (at least least), or default; raises naming what.
 local function whole(what, opts, name, default, least)
     local v = opts[name]
@@ -69,7 +85,8 @@ function M.without_overlapping(key, opts)
     local expire_after = seconds(opts, "expire_after", 0)
     local prefix = opts.prefix or "laravel-queue-overlap:"
     return function(job, next)
-        local name = opts.shared and prefix .. key or prefix .. class_of(job) .. ":" .. key
+        local name = opts.shared and prefix .. key
+            or prefix .. M.lock_name(class_of(job), job:display_name()) .. ":" .. key
         local owner = host.random_id(16)
         if cache.acquire_lock(name, expire_after, owner) then
             local ok, err = pcall(next, job)
@@ -138,16 +155,23 @@ function M.rate_limited_with_redis(name, limits, opts)
 end
 
 -- ThrottlesExceptions(max, decay): the job's key (opts.by; opts.by_job: the job's
--- uuid; else md5 of its class, after opts.prefix, "laravel_throttles_exceptions:").
+-- uuid; else md5 of its class, 12.0+ its xxh128, 12.41+ that of its own
+-- displayName() when it has one), after opts.prefix, "laravel_throttles_exceptions:".
 local function throttle_key(job, opts)
     local prefix = opts.prefix or "laravel_throttles_exceptions:"
     if opts.by ~= nil then return prefix .. tostring(opts.by) end
     if opts.by_job then return prefix .. tostring(job:uuid()) end
-    return prefix .. php.md5(class_of(job))
+    local class = class_of(job)
+    if not settings.laravel_at_least(12, 0) then return prefix .. php.md5(class) end
+    if settings.laravel_at_least(12, 41) and own_display_name(class, job:display_name()) then
+        class = job:display_name()
+    end
+    return prefix .. php.xxh128(class)
 end
 
--- The options of throttles_exceptions(_with_redis), checked: max (10), decay (600
--- seconds: Laravel's 10 minutes), backoff (0 seconds), when (a function or nil).
+-- The options of throttles_exceptions(_with_redis), checked, in Laravel 12's units:
+-- max (10), decay (600 seconds), backoff (0 minutes, as Laravel's backoff() in every
+-- version), when (a function or nil).
 local function throttle_options(what, max, decay, opts)
     opts = opts or {}
     local checked = { max = whole(what, { max = max }, "max", 10, 1),
@@ -183,7 +207,7 @@ local EXCEPTION_COUNTS = {
 
 -- ThrottlesExceptions(max, decay) counting in counts: while the job's key has max
 -- exceptions within decay seconds the job is held back; a run that raises counts
--- one and releases the job for opts.backoff seconds (its attempt counted: it ran),
+-- one and releases the job for opts.backoff minutes (its attempt counted: it ran),
 -- unless opts.when does not let that error through (it is raised again); a run
 -- that returns clears the count.
 local function throttles(what, counts, max, decay, opts)
@@ -197,7 +221,7 @@ local function throttles(what, counts, max, decay, opts)
         if ran then return counts.clear(key) end
         if opts.when and not opts.when(err) then error(err, 0) end
         counts.hit(key, o)
-        job:release(o.backoff)
+        job:release(o.backoff * 60)
     end
 end
 
