@@ -411,4 +411,20 @@ return {
         assert.are.equal("laravel_throttles_exceptions:" .. hash("xxh128", "Nice Name"),
             key_after("12.41", "Nice Name"))
     end)
+
+    it("lets a job through Laravel's middleware in luaworker run, touching no store, and says so", function()
+        H.r("SET", LOCK, "someoneelse00000")
+        local payload = H.class_payload("App\\Jobs\\Overlapping", {},
+            { { "n", 's:1:"1";' }, { "ms", "i:0;" }, { "key", 's:6:"shared";' } })
+        local file = H.tmpdir() .. "/payload.json"
+        H.write_file(file, cjson.encode(payload))
+        local r = H.run({ "run", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers", "--json", file })
+        assert.are.equal(0, r.status, r.stderr)
+        local report = cjson.decode(r.stdout)
+        assert.are.same({ "without_overlapping" }, report.middleware_passed)
+        assert.are.equal("deleted", report.outcome)
+        -- it ran, and the lock is the other owner's still
+        assert.are.same({ "s 1 lua", "e 1 lua" }, H.r("LRANGE", TRAIL, 0, -1))
+        assert.are.equal("someoneelse00000", H.r("GET", LOCK))
+    end)
 end)

@@ -80,7 +80,7 @@ local function report(job, ok, exc, dispatched, requests, as_json)
             ',"released_delay":', cjson.encode(fake.released or cjson.null),
             ',"dispatched":', json_list(dispatched), ',"http":', json_list(requests),
             ',"unique_locks_released":', json_list(fake.unique_locks), ',"batch":', json_list(fake.batch),
-            "}\n")
+            ',"middleware_passed":', json_list(fake.middleware), "}\n")
         return
     end
     io.stdout:write(text(job:name() or "?"), " (attempt ", tostring(job:attempts()), "): ")
@@ -98,6 +98,9 @@ local function report(job, ok, exc, dispatched, requests, as_json)
     end
     for _, b in ipairs(job.fake.batch) do
         io.stdout:write("  would count a ", b[1], " job in batch ", text(b[2]), "\n")
+    end
+    for _, name in ipairs(job.fake.middleware) do
+        io.stdout:write("  passed ", name, " without checking its limit (a run touches no store)\n")
     end
 end
 

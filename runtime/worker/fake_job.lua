@@ -2,7 +2,7 @@
 -- FakeJob (withFakeQueueInteractions): a worker/job.lua job whose form keeps what
 -- its run does where the worker's forms write it: the delete, the release and its
 -- delay, the failure and its exception, the unique locks released, what its batch
--- was told. `luaworker run` and luaworker.testing run it through
+-- was told, the limit middleware it passed (each lets it through). `luaworker run` and luaworker.testing run it through
 -- worker/process.lua, the worker's own rules (attempts, backoff, maxExceptions,
 -- failed(), the hooks).
 local cjson = require "cjson"
@@ -16,7 +16,9 @@ local decode = cjson.new().decode
 -- What the run of job did, kept on it: job.fake = { deleted = bool, released =
 -- delay or nil, kept_attempts = true when that release gave its attempt back, failed = exception_info or nil (fail.lua's: class, message, text,
 -- value), unique_locks = { key... }, batch = { { "successful" | "failed", id }... },
--- exceptions = the count maxExceptions compares }: form_of(options, fake).
+-- exceptions = the count maxExceptions compares, middleware = { name... }: Laravel's
+-- middleware the handler lists, each letting the job through without touching its
+-- store }: form_of(options, fake).
 local function form_of(options, fake)
     local form = {}
     function form.id(job) return options.id or values.value(job:payload().id) or "fake" end
@@ -43,6 +45,9 @@ local function form_of(options, fake)
         forget_exceptions = function() fake.exceptions = 0 end,
         release_unique_lock = function(key) fake.unique_locks[#fake.unique_locks + 1] = key end,
     }
+    form.middleware = {
+        pass = function(name) fake.middleware[#fake.middleware + 1] = name end,
+    }
     form.batch = {
         record_successful_job = function(id) fake.batch[#fake.batch + 1] = { "successful", id } end,
         record_failed_job = function(id) fake.batch[#fake.batch + 1] = { "failed", id } end,
@@ -61,7 +66,8 @@ function M.new(q, payload_text, options)
     if not ok or type(payload) ~= "table" then
         return nil, "not a job's payload: " .. (ok and "not a JSON object" or tostring(payload))
     end
-    local fake = { deleted = false, batch = {}, unique_locks = {}, exceptions = options.exceptions or 0 }
+    local fake = { deleted = false, batch = {}, unique_locks = {}, middleware = {},
+        exceptions = options.exceptions or 0 }
     local job = jobs.new(q, payload_text, { payload = payload_text }, payload, form_of(options, fake))
     job.fake = fake
     return job

@@ -41,6 +41,19 @@ local function hold_back(job, delay, opts)
     job:release(delay, { keep_attempts = keep })
 end
 
+-- Laravel's middleware name, as fn(job, next): a fake job (worker/fake_job.lua,
+-- `luaworker run`, luaworker.testing), which touches no store, passes it, noted.
+local function builtin(name, fn)
+    return function(job, next)
+        local fake = job.form.middleware
+        if fake then
+            fake.pass(name)
+            return next(job)
+        end
+        return fn(job, next)
+    end
+end
+
 -- The job's class, as get_class($job) names it in a middleware's key: the command's.
 local function class_of(job)
     local data = job:payload().data
@@ -84,7 +97,7 @@ function M.without_overlapping(key, opts)
     local release_after = seconds(opts, "release_after", 0)
     local expire_after = seconds(opts, "expire_after", 0)
     local prefix = opts.prefix or "laravel-queue-overlap:"
-    return function(job, next)
+    return builtin("without_overlapping", function(job, next)
         local name = opts.shared and prefix .. key
             or prefix .. M.lock_name(class_of(job), job:display_name()) .. ":" .. key
         local owner = host.random_id(16)
@@ -95,7 +108,7 @@ function M.without_overlapping(key, opts)
         elseif not opts.dont_release then
             hold_back(job, release_after, opts)
         end
-    end
+    end)
 end
 
 -- The limits a named limiter gives (what RateLimiter::for(name, ...)'s closure
@@ -125,7 +138,7 @@ end
 -- 3, or, with opts.dont_release, deleted), else one more hit; then the rest.
 function M.rate_limited(name, limits, opts)
     limits, opts = limits_of("rate_limited", name, limits), opts or {}
-    return function(job, next)
+    return builtin("rate_limited", function(job, next)
         for _, l in ipairs(limits) do
             if rate_limiter.too_many_attempts(l.key, l.max) then
                 if not opts.dont_release then hold_back(job, rate_limiter.available_in(l.key) + 3, opts) end
@@ -134,7 +147,7 @@ function M.rate_limited(name, limits, opts)
             rate_limiter.hit(l.key, l.decay)
         end
         return next(job)
-    end
+    end)
 end
 
 -- RateLimitedWithRedis(name): the same limits kept by Laravel's DurationLimiter on
@@ -142,7 +155,7 @@ end
 -- is released until its window ends plus 3 seconds.
 function M.rate_limited_with_redis(name, limits, opts)
     limits, opts = limits_of("rate_limited_with_redis", name, limits), opts or {}
-    return function(job, next)
+    return builtin("rate_limited_with_redis", function(job, next)
         for _, l in ipairs(limits) do
             local acquired, decays_at = limiters.duration_acquire(l.key, l.max, l.decay)
             if not acquired then
@@ -151,7 +164,7 @@ function M.rate_limited_with_redis(name, limits, opts)
             end
         end
         return next(job)
-    end
+    end)
 end
 
 -- ThrottlesExceptions(max, decay): the job's key (opts.by; opts.by_job: the job's
@@ -213,7 +226,7 @@ local EXCEPTION_COUNTS = {
 local function throttles(what, counts, max, decay, opts)
     local o
     o, opts = throttle_options(what, max, decay, opts)
-    return function(job, next)
+    return builtin(what, function(job, next)
         local key = throttle_key(job, opts)
         local held_for = counts.held_for(key, o)
         if held_for then return hold_back(job, held_for, opts) end
@@ -222,7 +235,7 @@ local function throttles(what, counts, max, decay, opts)
         if opts.when and not opts.when(err) then error(err, 0) end
         counts.hit(key, o)
         job:release(o.backoff * 60)
-    end
+    end)
 end
 
 function M.throttles_exceptions(max, decay, opts)
@@ -263,6 +276,7 @@ end
 -- Runs handler.handle(job, command) through the handler's middleware, the first
 -- outermost. Raises what they raise.
 function M.run(handler, job, command)
+    if handler.middleware == nil then return handler.handle(job, command) end
     local list = middleware_of(handler, job, command)
     local function step(i)
         return function(j)

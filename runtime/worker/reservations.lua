@@ -89,6 +89,7 @@ local running = { first = 1, last = 0, newest = nil }
 local ended = {}
 -- The jobs in flight whose lease the host renews: handle -> job.
 local leased = {}
+local reserved_keys = {}   -- queue -> its reserved set's key
 local hold, report_lapse
 
 -- What the worker says when give_back_held or retire raised.
@@ -220,7 +221,12 @@ end
 
 -- Has the lease of job, which starts, renewed while it runs (lease_keeper.h).
 hold = function(job)
-    local _, _, reserved = queue.keys(job:queue())
+    local q = job:queue()
+    local reserved = reserved_keys[q]
+    if not reserved then
+        reserved = select(3, queue.keys(q))
+        reserved_keys[q] = reserved
+    end
     job.lease = host.lease_job(reserved, job:reserved_body(), job.reserved_until)
     if job.lease then leased[job.lease] = job end
 end
