@@ -9,7 +9,8 @@ local H = require "spec.helpers"
 -- From the bottom. A folder may use the folders of the layers below its own.
 local LAYERS = {
     { "lib" },                     -- the C side's small types (the growing buffer)
-    { "php", "loader" },          -- PHP values and the encrypter; loading libraries
+    { "loader" },                  -- loading libraries on first use
+    { "php" },                     -- PHP values, hashes and the encrypter
     { "config" },                  -- the command line, the environment, .env
     { "loop" },                    -- the vm (LuaJIT and libev), tasks, waits, the system
     { "base" },                    -- values, settings, the log, the events registry
