@@ -80,6 +80,18 @@ function H.flush()
     H.r("FLUSHALL")
 end
 
+-- Every key of database 0 and its DUMP, for H.restore to put the same state back.
+function H.snapshot()
+    local keys = {}
+    for _, k in ipairs(H.r("KEYS", "*")) do keys[k] = H.r("DUMP", k) end
+    return keys
+end
+
+function H.restore(keys)
+    H.flush()
+    for k, v in pairs(keys) do H.r("RESTORE", k, 0, v) end
+end
+
 -- The four keys of queue q with the default prefix.
 function H.keys(q)
     local k = H.prefix .. "queues:" .. (q or "default")

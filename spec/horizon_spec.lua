@@ -254,4 +254,49 @@ describe("luaworker work --horizon", function()
         assert.are.same({ "pending", "pending", "pending" }, statuses)
         assert.are.equal(#before, #H.r("KEYS", "laravel_horizon:*"))
     end)
+
+    it("retries a failed job from Horizon's dashboard (its RetryFailedJob) as the app's worker does: the "
+        .. "payload pushed again, retried_by kept on the failed job, then the retry's end", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local handlers = H.handlers(HANDLERS)
+        -- the failed job, as luaworker leaves it; then the dashboard's retry, dispatched
+        H.flush()
+        php({ "artisan", "jobs:dispatch", "Failing" })
+        local r = H.run({ "work", "--horizon", "--stop-when-empty", "--sleep=0.05", "--handlers=" .. handlers })
+        assert.are.equal(0, r.status, r.stderr)
+        local failed_id = H.r("ZRANGE", "laravel_horizon:failed_jobs", 0, 0)[1]
+        H.write_file(app .. "/retry_horizon.php", "<?php\nrequire __DIR__.'/bootstrap/autoload.php';\n"
+            .. "$app = require __DIR__.'/bootstrap/app.php';\n"
+            .. "$app->make(Illuminate\\Contracts\\Console\\Kernel::class)->bootstrap();\n"
+            .. "dispatch(new Laravel\\Horizon\\Jobs\\RetryFailedJob($argv[1]));\n")
+        php({ "retry_horizon.php", failed_id })
+        local state = H.snapshot()
+        -- what each worker leaves: the retry, run and failed again, noted on the parent
+        local function outcome()
+            local retried = cjson.decode(H.r("HGET", "laravel_horizon:" .. failed_id, "retried_by"))
+            assert.are.equal(1, #retried)
+            local retry = H.hash("laravel_horizon:" .. retried[1].id)
+            local payload = cjson.decode(retry.payload)
+            return { status = retried[1].status, keys = (function()
+                local k = {}
+                for name in pairs(retried[1]) do k[#k + 1] = name end
+                table.sort(k)
+                return k
+            end)(), retry_status = retry.status, retry_of = payload.retry_of, attempts_pushed = payload.attempts,
+                same_id = payload.uuid == retried[1].id and payload.id == retried[1].id,
+                read = read() }
+        end
+        php({ "artisan", "queue:work", "--stop-when-empty", "--sleep=0" })
+        local by_php = outcome()
+        H.restore(state)
+        r = H.run({ "work", "--horizon", "--stop-when-empty", "--sleep=0.05", "--handlers=" .. handlers })
+        assert.are.equal(0, r.status, r.stderr)
+        local by_luaworker = outcome()
+        assert.are.same(by_php, by_luaworker)
+        assert.are.equal("failed", by_luaworker.status)
+        assert.are.equal(failed_id, by_luaworker.retry_of)
+        assert.is_true(by_luaworker.same_id)
+    end)
 end)

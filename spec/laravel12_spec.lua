@@ -36,17 +36,7 @@ local function dispatch(php)
     L12.php(php, { DB_DATABASE = database })
 end
 
--- Every key of database 0 and its DUMP, to put the same state back.
-local function snapshot()
-    local keys = {}
-    for _, k in ipairs(H.r("KEYS", "*")) do keys[k] = H.r("DUMP", k) end
-    return keys
-end
-
-local function restore(keys)
-    H.flush()
-    for k, v in pairs(keys) do H.r("RESTORE", k, 0, v) end
-end
+local snapshot, restore = H.snapshot, H.restore
 
 local function sqlite(sql) return H.sqlite(database, sql) end
 

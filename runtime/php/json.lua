@@ -124,4 +124,40 @@ function M.object_members(text)
     return list, at
 end
 
+-- PHP's json_encode(array_merge(json_decode(text, true), changes)) for text a
+-- json_encode wrote (a payload): its members kept byte for byte, each of changes (a
+-- list of {name, JSON text of the value}) set in its place, or added at the end in
+-- order, as array_merge does. Returns the text, or nil and why text is no object.
+function M.merge(text, changes)
+    local list, why = M.object_members(text)
+    if not list then return nil, why end
+    local spans, i = {}, skip_space(text, 1)
+    i = skip_space(text, i + 1)
+    while text:sub(i, i) ~= "}" do
+        local e = string_end(text, i)
+        local key = decode(text:sub(i, e))
+        local first = skip_space(text, skip_space(text, e + 1) + 1)
+        local _, after = value(text, first)
+        spans[key] = { first, after - 1 }
+        i = skip_space(text, after)
+        if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
+    end
+    local edits, added = {}, {}
+    for _, c in ipairs(changes) do
+        local span = spans[c[1]]
+        if span then
+            edits[#edits + 1] = { span[1], span[2], c[2] }
+        else
+            added[#added + 1] = json.encode(c[1]) .. ":" .. c[2]
+        end
+    end
+    local out = text
+    if #added > 0 then
+        out = out:sub(1, i - 1) .. (#list > 0 and "," or "") .. table.concat(added, ",") .. out:sub(i)
+    end
+    table.sort(edits, function(a, b) return a[1] > b[1] end)
+    for _, e in ipairs(edits) do out = out:sub(1, e[1] - 1) .. e[3] .. out:sub(e[2] + 1) end
+    return out
+end
+
 return M

@@ -48,6 +48,21 @@ end
 redis.call('hmset', KEYS[1], 'throughput', throughput, 'runtime', runtime)
 ]]
 
+-- The parent's retried_by with the retry id's status set (Horizon's
+-- updateRetryStatus, json_decode then json_encode of what it wrote itself: the
+-- entry's status alone changes). ARGV[1]: the id as JSON; ARGV[2]: the status.
+local SET_RETRY_STATUS = [[
+local retries = redis.call('hget', KEYS[1], 'retried_by')
+if not retries then return 0 end
+local needle = '"id":' .. ARGV[1] .. ',"status":"'
+local at = string.find(retries, needle, 1, true)
+if not at then return 0 end
+local from = at + #needle
+local to = string.find(retries, '"', from, true)
+redis.call('hset', KEYS[1], 'retried_by', string.sub(retries, 1, from - 1) .. ARGV[2] .. string.sub(retries, to))
+return 1
+]]
+
 -- When each job started, by job (weak): Horizon's Stopwatch.
 local started = setmetatable({}, { __mode = "k" })
 
@@ -205,6 +220,11 @@ function M.completed(job, failed)
     if not M.enabled() then return end
     local id, decoded = payload_of(job:reserved_body())
     if not id then return end
+    -- updateRetryInformationOnParent: a retry's status in its parent's retried_by
+    local parent = values.value(decoded.retry_of)
+    if parent ~= nil then
+        call("EVAL", SET_RETRY_STATUS, 1, key(tostring(parent)), encode(id), failed and "failed" or "completed")
+    end
     local silenced = values.value(decoded.silenced) == true
     call("ZADD", key(silenced and "silenced_jobs" or "completed_jobs"), now_text(-1), id)
     call("ZREM", key("pending_jobs"), id)

@@ -9,6 +9,7 @@
 -- seeing the handlers' globals (handler_env); <dir>/init.lua is never a job handler.
 local payload_values = require "luaworker.base.values"
 local serialized_job = require "luaworker.queue.serialized_job"
+local horizon_retry = require "luaworker.queue.horizon_retry"
 local handler_env = require "luaworker.worker.handler_env"
 local output = require "luaworker.worker.output"
 local host = require "luaworker.host"
@@ -203,6 +204,14 @@ end
 
 -- Returns handler, method, path; or nil, message (naming the class and every path
 -- tried, or why the file could not be used).
+-- The handlers luaworker has of its own, for the jobs the packages it speaks for
+-- dispatch (a handler file for the class comes first): Horizon's dashboard's retry.
+local BUILT_IN = {
+    ["Laravel\\Horizon\\Jobs\\RetryFailedJob"] = {
+        handle = function(_, command) horizon_retry.retry_failed_job(tostring(command.id)) end,
+    },
+}
+
 local function resolve(payload)
     local classes, method = {}, "handle"
     local function add(c)
@@ -239,6 +248,9 @@ local function resolve(payload)
             local near = near_misses(path:sub(#dir + 2))
             if near then misses[#misses + 1] = near end
         end
+    end
+    for _, class in ipairs(classes) do
+        if BUILT_IN[class] then return BUILT_IN[class], method, "(luaworker's own)" end
     end
     local why = {}
     if #refused > 0 then why[1] = table.concat(refused, ", ") end
