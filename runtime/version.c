@@ -20,12 +20,15 @@ extern int luaopen_cjson(lua_State *L);
  * again leaves what its start allocated to LeakSanitizer as leaks of no module. */
 static const struct {
     const char *soname, *function, *what;
-    int number;  /* the function returns an int (libpq's 150005 for 15.5), not a string */
+    int number;  /* 0: the function returns a string; 1: an int as libpq's (150005 for
+                  * 15.5); 2: one as libxxhash's (801 for 0.8.1) */
 } lazy[] = {
     {"libcurl.so.4", "curl_version", "luaworker.http", 0},
     {"libpq.so.5", "PQlibVersion", "PostgreSQL", 1},
     {"libmariadb.so.3", "mysql_get_client_info", "MySQL and MariaDB", 0},
     {"libsqlite3.so.0", "sqlite3_libversion", "SQLite", 0},
+    {"libmicrohttpd.so.12", "MHD_get_version", "--metrics", 0},
+    {"libxxhash.so.0", "XXH_versionNumber", "php.xxh128, Laravel 12's keys", 2},
 };
 
 /* lua-cjson's _VERSION, as linked in. */
@@ -65,7 +68,11 @@ void version_print(FILE *f)
             *(void **)&number = dlsym(h, lazy[i].function);
         else if (h)
             *(void **)&text = dlsym(h, lazy[i].function);
-        if (number) {
+        if (number && lazy[i].number == 2) {
+            int v = number();
+            fprintf(f, "  %s (%s): %d.%d.%d\n", lazy[i].soname, lazy[i].what, v / 10000, v / 100 % 100,
+                    v % 100);
+        } else if (number) {
             int v = number();
             fprintf(f, "  %s (%s): %d.%d\n", lazy[i].soname, lazy[i].what, v / 10000, v % 10000);
         } else if (text) {

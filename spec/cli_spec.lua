@@ -55,7 +55,8 @@ describe("luaworker help", function()
         assert.are.equal("luaworker " .. version .. "\nspeaks Laravel 8.83 to 13", r.stdout:sub(1, 36 + #version))
         for _, library in ipairs({ "\n  LuaJIT 2%.1", "\n  hiredis %d+%.%d+%.%d+\n", "\n  libev %d+%.%d+ ",
             "\n  OpenSSL %d", "\n  lua%-cjson %d", "\n  libcurl%.so%.4 %(luaworker%.http%): libcurl/%d",
-            "\n  libpq%.so%.5 %(PostgreSQL%): %d+%.%d+\n", "\n  libsqlite3%.so%.0 %(SQLite%): 3%." }) do
+            "\n  libpq%.so%.5 %(PostgreSQL%): %d+%.%d+\n", "\n  libsqlite3%.so%.0 %(SQLite%): 3%.",
+            "\n  libmicrohttpd%.so%.12 %(%-%-metrics%): %d+%.%d+", "\n  libxxhash%.so%.0 %(php%.xxh128, Laravel 12's keys%): 0%.%d+%.%d+\n" }) do
             assert.matches(library, r.stdout)
         end
         assert.are.same(r, run({ "-V" }))
