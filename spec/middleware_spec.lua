@@ -135,7 +135,8 @@ return {
     -- end: 2 by luaworker (both run), 2 by PHP's queue:work (one runs, one is held
     -- back), 2 by luaworker (both held back). Returns the runs and the jobs released
     -- (ZRANGE WITHSCORES of the delayed set).
-    local function limited(args)
+    -- (env: the environment of both, CACHE_DRIVER=file for the app's file store)
+    local function limited(args, env)
         local function turn(n, run)
             args.n = "t" .. n
             H.dispatch("Limited", "--count=2", "--args=" .. cjson.encode(args))
@@ -143,11 +144,11 @@ return {
         end
         local function lua()
             local r = H.run({ "work", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers",
-                "--stop-when-empty", "--tries=100" })
+                "--stop-when-empty", "--tries=100", "--env-file=" .. H.app .. "/.env" }, { env = env })
             assert.are.equal(0, r.status, r.stderr)
         end
         turn(1, lua)
-        turn(2, function() H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" }) end)
+        turn(2, function() H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" }, env) end)
         turn(3, lua)
         local runs = {}
         for i, r in ipairs(H.r("LRANGE", RUNS, 0, -1)) do runs[i] = r:match("^(%S+ %a+)") end
@@ -426,5 +427,28 @@ return {
         -- it ran, and the lock is the other owner's still
         assert.are.same({ "s 1 lua", "e 1 lua" }, H.r("LRANGE", TRAIL, 0, -1))
         assert.are.equal("someoneelse00000", H.r("GET", LOCK))
+    end)
+
+    it("keeps RateLimited's counts and WithoutOverlapping's lock in the app's file cache store as PHP does "
+        .. "(FileStore::add, the file flock'ed): PHP's worker is held back by luaworker's", function()
+        local env = { CACHE_DRIVER = "file" }
+        local runs, held = limited({ redis = false }, env)
+        assert.are.same({ "t1 lua", "t1 lua", "t2 php" }, runs)
+        assert.are.equal(6, #held)
+        -- a Lua job holding the overlap lock (60 s) in the file store; PHP's job released
+        H.flush()
+        H.dispatch("Overlapping", '--args={"n":"a","ms":8000}')
+        fleet.spawn({ "work", "--handlers=" .. H.root .. "/spec/fixtures/middleware_handlers",
+            "--sleep=0.05", "--no-watch", "--env-file=" .. H.app .. "/.env" }, { env = env })
+        H.wait_until(function() return H.r("LLEN", TRAIL) == 1 end, 10, "the Lua run")
+        -- (luaworker, one job at a time, is busy with a: PHP's worker takes b)
+        H.dispatch("Overlapping", '--args={"n":"b","ms":0}')
+        H.artisan({ "queue:work", "--stop-when-empty", "--tries=100" }, env)
+        assert.are.same({ "s a lua" }, H.r("LRANGE", TRAIL, 0, -1))
+        local _, delayed = H.keys()
+        assert.are.equal(1, H.r("ZCARD", delayed), "PHP did not release b")
+        -- a ends and lets the lock go; b, released by PHP, runs then
+        H.wait_until(function() return H.r("LLEN", TRAIL) == 4 end, 20, "b's run")
+        assert.are.same({ "s a lua", "e a lua", "s b lua", "e b lua" }, H.r("LRANGE", TRAIL, 0, -1))
     end)
 end)

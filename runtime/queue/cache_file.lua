@@ -65,13 +65,14 @@ function Store:put(key, serialized, seconds)
     write(self, key, serialized, seconds == 0 and FOREVER or math.min(FOREVER, host.now() + seconds))
 end
 
--- Repository::add over Laravel 8's FileStore (it has no add): serialized put for
--- seconds when the item is not there. Not atomic between processes, as Laravel's
--- is not. Returns whether it was stored.
+-- FileStore::add (8.15+): serialized stored for seconds (0: for ever) when the item
+-- is not there or expired, the file flock'ed meanwhile (host.cache_add), so that of
+-- two processes one adds it. Returns whether it was stored; raises naming the file.
 function Store:add(key, serialized, seconds)
-    if self:get(key) ~= nil then return false end
-    self:put(key, serialized, seconds)
-    return true
+    local expires = seconds > 0 and math.min(FOREVER, host.now() + seconds) or FOREVER
+    local added, err = host.cache_add(self:path(key), expires, serialized)
+    if added == nil then error("file cache store: " .. err, 0) end
+    return added
 end
 
 function Store:forever(key, serialized)
@@ -91,14 +92,17 @@ function Store:forget(key)
     os.remove(self:path(key))
 end
 
--- CacheLock::acquire as on Laravel 8's FileStore (no add): when the item is not
--- there, owner is put for seconds (for ever when 0). Not atomic between processes,
--- as Laravel's is not. Returns whether owner holds it now.
+-- The file store's lock: CacheLock::acquire, the store's add when the lock
+-- expires, else (no expiry) its get then forever, not atomic between processes, as
+-- in Laravel; 12.36+ FileLock, file-store-lock:<key> and always the add. Returns
+-- whether owner holds it now.
 function Store:acquire_lock(key, seconds, owner)
-    if settings.laravel_at_least(12, 36) then key = "file-store-lock:" .. key end
-    if self:get(key) ~= nil then return false end
+    local file_lock = settings.laravel_at_least(12, 36)
+    if file_lock then key = "file-store-lock:" .. key end
     local serialized = string.format('s:%d:"%s";', #owner, owner)
-    if seconds > 0 then self:put(key, serialized, seconds) else self:forever(key, serialized) end
+    if file_lock or seconds > 0 then return self:add(key, serialized, seconds) end
+    if self:get(key) ~= nil then return false end
+    self:forever(key, serialized)
     return true
 end
 
