@@ -451,4 +451,37 @@ return {
         H.wait_until(function() return H.r("LLEN", TRAIL) == 4 end, 20, "b's run")
         assert.are.same({ "s a lua", "e a lua", "s b lua", "e b lua" }, H.r("LRANGE", TRAIL, 0, -1))
     end)
+
+    it("throttles_exceptions with report, delete_when and fail_when (Laravel 11.3, 12.14, 12.20): an error "
+        .. "picked is logged, deletes or fails the job, and is not counted", function()
+        local handlers = H.handlers({ ["App/Jobs/Flaky.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    middleware = function(_, command)
+        return { luaworker.middleware.throttles_exceptions(5, 60, { by = "picked", report = true, backoff = 1,
+            delete_when = "DeletableException",
+            fail_when = function(err) return luaworker.is_exception(err) and err.class == "FatalException" end }) }
+    end,
+    handle = function(_, command)
+        error(luaworker.exception(command.n, "raised " .. command.n), 0)
+    end,
+}
+]] })
+        for _, class in ipairs({ "DeletableException", "FatalException", "OtherException" }) do
+            H.push(H.class_payload("App\\Jobs\\Flaky", { maxTries = 5 }, { { "n", string.format('s:%d:"%s";', #class, class) } }))
+        end
+        local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" })
+        assert.are.equal(0, r.status, r.stderr)
+        local _, reported = r.stderr:gsub("reported by throttles_exceptions: ", "")
+        assert.are.equal(3, reported)
+        -- the deletable job is gone, the fatal one failed, the other released and counted once
+        local _, delayed = H.keys()
+        local held = H.r("ZRANGE", delayed, 0, -1)
+        assert.are.equal(1, #held)
+        assert.matches("OtherException", held[1], 1, true)
+        local failed = H.r("ZRANGE", H.prefix .. "luaworker:failed_jobs", 0, -1)
+        assert.are.equal(1, #failed)
+        assert.matches("^FatalException", H.failed_record(failed[1]).exception)
+        assert.are.equal("1", H.rdb(1, "GET", H.cache_prefix .. "laravel_throttles_exceptions:picked"))
+    end)
 end)

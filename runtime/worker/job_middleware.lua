@@ -28,6 +28,8 @@ local settings = require "luaworker.base.settings"
 local cache = require "luaworker.queue.cache"
 local limiters = require "luaworker.queue.limiters"
 local rate_limiter = require "luaworker.queue.rate_limiter"
+local values = require "luaworker.base.values"
+local output = require "luaworker.worker.output"
 
 local M = {}
 
@@ -182,9 +184,22 @@ local function throttle_key(job, opts)
     return prefix .. php.xxh128(class)
 end
 
+-- A test of an error: opts[name], a function(err) returning whether it matches, or
+-- the class of the luaworker.exception it matches (PHP's instanceof of that class
+-- itself); nil when not given. Raises naming what.
+local function error_test(what, opts, name)
+    local v = opts[name]
+    if v == nil or type(v) == "function" then return v end
+    if type(v) == "string" then
+        return function(err) return values.is_exception(err) and err.class == v end
+    end
+    error(string.format("%s: %s: expected a function(err) or an exception class", what, name), 4)
+end
+
 -- The options of throttles_exceptions(_with_redis), checked, in Laravel 12's units:
 -- max (10), decay (600 seconds), backoff (0 minutes, as Laravel's backoff() in every
--- version), when (a function or nil).
+-- version), when (a function or nil), report, delete_when and fail_when (Laravel
+-- 11.3's report(), 12.14's deleteWhen(), 12.20's failWhen(): a function or a class).
 local function throttle_options(what, max, decay, opts)
     opts = opts or {}
     local checked = { max = whole(what, { max = max }, "max", 10, 1),
@@ -193,6 +208,9 @@ local function throttle_options(what, max, decay, opts)
     if opts.when ~= nil and type(opts.when) ~= "function" then
         error(what .. ": when: expected a function(err) returning whether to throttle it", 3)
     end
+    checked.report = opts.report == true and function() return true end or error_test(what, opts, "report")
+    checked.delete_when = error_test(what, opts, "delete_when")
+    checked.fail_when = error_test(what, opts, "fail_when")
     return checked, opts
 end
 
@@ -221,8 +239,10 @@ local EXCEPTION_COUNTS = {
 -- ThrottlesExceptions(max, decay) counting in counts: while the job's key has max
 -- exceptions within decay seconds the job is held back; a run that raises counts
 -- one and releases the job for opts.backoff minutes (its attempt counted: it ran),
--- unless opts.when does not let that error through (it is raised again); a run
--- that returns clears the count.
+-- unless opts.when does not let that error through (it is raised again); one that
+-- opts.report picks is logged first (Laravel's report()); one that delete_when picks
+-- deletes the job, one that fail_when picks fails it, neither counted; a run that
+-- returns clears the count.
 local function throttles(what, counts, max, decay, opts)
     local o
     o, opts = throttle_options(what, max, decay, opts)
@@ -233,6 +253,11 @@ local function throttles(what, counts, max, decay, opts)
         local ran, err = pcall(next, job)
         if ran then return counts.clear(key) end
         if opts.when and not opts.when(err) then error(err, 0) end
+        if o.report and o.report(err) then
+            output.error("reported by throttles_exceptions: " .. output.text(tostring(err)), job)
+        end
+        if o.delete_when and o.delete_when(err) then return job:delete() end
+        if o.fail_when and o.fail_when(err) then return job:fail(err) end
         counts.hit(key, o)
         job:release(o.backoff * 60)
     end)
