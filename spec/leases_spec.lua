@@ -97,4 +97,17 @@ describe("a job's lease on the Redis queue", function()
         local copy = cjson.decode(H.r("ZRANGE", reserved, 0, 0)[1])
         assert.are.equal(2, copy.attempts)
     end)
+
+    it("says once, naming the job, that a lease ran out while Redis did not confirm its renewals", function()
+        local w = spawn({ "--heartbeat=1", "--timeout=60" }, H.root .. "/spec/chaos/handlers")
+        H.dispatch("Chaos", "--args=" .. cjson.encode({ kind = "ok", ms = 9000 }))
+        H.wait_until(function() return only_run_count() == 1 end, 20, "the job to start")
+        H.sleep(1)
+        -- Redis runs no write for 4 s: the renewals wait, and the lease (2 s) runs out
+        H.r("CLIENT", "PAUSE", "4000", "WRITE")
+        H.wait_until(function() return H.r("HLEN", DONE) == 1 end, 30, "the job's end")
+        local _, said = w:stderr():gsub("could not renew the reservation of App\\Jobs\\Chaos %(attempt 1%) "
+            .. "before it expired %(Redis out of reach%): another worker may run it too", "")
+        assert.are.equal(1, said, w:stderr())
+    end)
 end)

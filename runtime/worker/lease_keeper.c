@@ -133,8 +133,8 @@ static void on_renewed(void *data, const redisReply *reply, const char *lost,
     if (j) {
         j->renewing = 0;
         if (reply && reply->type != REDIS_REPLY_ERROR) {
-            if (r->score > j->expires)
-                j->expires = r->score;
+            /* the score Redis has now, lower than the pop's when retry_after is long */
+            j->expires = r->score;
             j->renew_at = system_clock() + lk.ttl / 2;
         }
         /* else: again at the next tick */
