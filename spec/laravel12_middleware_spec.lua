@@ -57,11 +57,13 @@ describe("luaworker's job middleware beside a real Laravel 12 worker", function(
     end
 
     local handlers
+    local fleet = H.worker_set()
     setup(function()
         L12.job("Guarded", GUARDED_PHP)
         handlers = H.handlers({ ["App/Jobs/Guarded.lua"] = GUARDED_LUA })
     end)
     before_each(H.flush)
+    after_each(fleet.stop_all)
 
     local function dispatch(n, mode, ms)
         L12.php(string.format("App\\Jobs\\Guarded::dispatch('%s', '%s', %d);", n, mode, ms or 0))
@@ -92,13 +94,12 @@ describe("luaworker's job middleware beside a real Laravel 12 worker", function(
     it("holds Laravel 12's worker back while a Lua handler holds WithoutOverlapping's lock, named by the "
         .. "xxh128 of the class's displayName()", function()
         dispatch("a", "overlap", 3000)
-        local w = H.spawn(luaworker({ "--no-watch" }), { env = L12.env() })
+        fleet.spawn(luaworker({ "--no-watch" }), { env = L12.env() })
         H.wait_until(function() return H.r("LLEN", RUNS) == 1 end, 20, "the Lua run")
         dispatch("b", "overlap")
         php_turn()
         assert.are.same({ "a lua" }, H.r("LRANGE", RUNS, 0, -1))
         assert.are.equal(1, held())
-        w:stop()
     end)
 
     it("holds Laravel 12's worker back on the exceptions a Lua handler's runs counted (ThrottlesExceptions, "
