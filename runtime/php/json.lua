@@ -55,21 +55,24 @@ end
 
 local value
 
--- The members of the object at i: an ordered member list, its positions, and the
--- index after it.
+-- The members of the object at i: an ordered member list, its positions, the index
+-- after it, and where each member's value is in text (key -> {first, last}; a
+-- duplicate key's last).
 local function members(text, i)
-    local list, at = {}, {}
+    local list, at, spans = {}, {}, {}
     i = skip_space(text, i + 1)
     while text:sub(i, i) ~= "}" do
         local e = string_end(text, i)
         local key = decode(text:sub(i, e))
+        local first = skip_space(text, skip_space(text, e + 1) + 1)
         local v
-        v, i = value(text, skip_space(text, skip_space(text, e + 1) + 1))
+        v, i = value(text, first)
+        spans[key] = { first, i - 1 }
         M.put(list, at, key, v)
         i = skip_space(text, i)
         if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
     end
-    return list, at, i + 1
+    return list, at, i + 1, spans
 end
 
 -- The serialize() text of the value at i, and the index after it.
@@ -129,19 +132,13 @@ end
 -- list of {name, JSON text of the value}) set in its place, or added at the end in
 -- order, as array_merge does. Returns the text, or nil and why text is no object.
 function M.merge(text, changes)
-    local list, why = M.object_members(text)
-    if not list then return nil, why end
-    local spans, i = {}, skip_space(text, 1)
-    i = skip_space(text, i + 1)
-    while text:sub(i, i) ~= "}" do
-        local e = string_end(text, i)
-        local key = decode(text:sub(i, e))
-        local first = skip_space(text, skip_space(text, e + 1) + 1)
-        local _, after = value(text, first)
-        spans[key] = { first, after - 1 }
-        i = skip_space(text, after)
-        if text:sub(i, i) == "," then i = skip_space(text, i + 1) end
+    local ok, decoded = pcall(decode, text)
+    local start = ok and skip_space(text, 1)
+    if not ok or type(decoded) ~= "table" or text:sub(start, start) ~= "{" then
+        return nil, ok and "not a JSON object" or tostring(decoded)
     end
+    local list, _, after, spans = members(text, start)
+    local i = after - 1  -- its closing brace
     local edits, added = {}, {}
     for _, c in ipairs(changes) do
         local span = spans[c[1]]

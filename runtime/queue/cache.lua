@@ -181,11 +181,15 @@ local redis_numbers = {
     end,
 }
 
+local numbers_of = {}  -- store -> its numbers, made once
+
+local function serialized(n) return string.format("i:%d;", n) end
+
 function M.numbers()
     local s = store()
     if not s then return redis_numbers end
-    local function serialized(n) return string.format("i:%d;", n) end
-    return {
+    if numbers_of[s] then return numbers_of[s] end
+    numbers_of[s] = {
         get = function(key)
             local v = s:get(key)
             return v and tonumber(tostring(v):match("^[id]:(%-?[%d.]+);$"))
@@ -195,6 +199,7 @@ function M.numbers()
         put = function(key, n, seconds) s:put(key, serialized(n), seconds) end,
         forget = function(key) s:forget(key) end,
     }
+    return numbers_of[s]
 end
 
 -- Cache::lock(key, seconds, owner)->get() (Laravel's locks, as WithoutOverlapping

@@ -91,9 +91,11 @@ function M.record(what, ...)
     if not ok then log.error("cannot keep Horizon's record of a job (" .. what .. "): " .. tostring(trace)) end
 end
 
-local function key(name)
+-- name under Horizon's prefix.
+function M.key(name)
     return settings.config.horizon_prefix .. name
 end
+local key = M.key
 
 -- microtime(true) as PHP writes it, and negated (the lists' scores: newest first).
 local function now_text(sign)

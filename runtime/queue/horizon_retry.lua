@@ -22,9 +22,7 @@ local M = {}
 local encode = cjson.new().encode  -- escapes '/' as '\/', as PHP's json_encode does
 local decode = cjson.new().decode
 
-local function key(name)
-    return settings.config.horizon_prefix .. name
-end
+local key = horizon.key
 
 -- RetryFailedJob::prepareNewTimeout: a retryUntil (or timeoutAt) moved to as far
 -- from now as it was from the push, in whole seconds; "null" without one.
