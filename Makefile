@@ -93,7 +93,8 @@ $(OBJ)/%.o: runtime/%.c
 
 # C specs (spec/unit/*_spec.c): programs printing TAP, each linked with the part of
 # the host it checks; spec/run runs them.
-C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_limits_spec $(OBJ)/spec/key_slot_spec
+C_SPEC = $(OBJ)/spec/slot_spec $(OBJ)/spec/reply_limits_spec $(OBJ)/spec/key_slot_spec \
+         $(OBJ)/spec/handles_spec
 $(OBJ)/spec/slot_spec: spec/unit/slot_spec.c $(OBJ)/supervisor/slot.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
@@ -101,6 +102,9 @@ $(OBJ)/spec/reply_limits_spec: spec/unit/reply_limits_spec.c $(OBJ)/redis/reply_
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lhiredis
 $(OBJ)/spec/key_slot_spec: spec/unit/key_slot_spec.c $(OBJ)/redis/key_slot.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+$(OBJ)/spec/handles_spec: spec/unit/handles_spec.c $(OBJ)/lib/handles.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 

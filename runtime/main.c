@@ -31,6 +31,7 @@
 #include "supervisor/reload_check.h"
 #include "supervisor/metrics_server.h"
 #include "version.h"
+#include "worker/database_lease_binding.h"
 #include "worker/heartbeat_binding.h"
 #include "worker/handler_check_binding.h"
 #include "worker/slot_binding.h"
@@ -77,17 +78,12 @@ static int choose_laravel_version(const struct cli *cli, struct laravel_version 
 static void warn_work_options(const struct cli *cli, const struct config *config)
 {
     const char *heartbeat = option_value(cli, "heartbeat");
-    int timeout = atoi(option_value(cli, "timeout"));
     int retry_after = atoi(option_value(cli, "retry-after"));
     const char *connection = cli->nargs > 0 ? cli->args[0] : config->connection_name;
-    /* on Redis a job in flight keeps its reservation however long it runs
-     * (worker/lease_keeper.h), on the database queue while its handler yields
-     * (worker/database_leases.lua) */
-    if (timeout > 0 && timeout >= retry_after && strcmp(connection, "database") == 0)
-        fprintf(stderr, "luaworker: warning: --timeout=%d is not below --retry-after=%d: on the "
-                "database queue a job whose handler computes without yielding for retry_after "
-                "will be run a second time by another worker\n", timeout, retry_after);
-    if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after)
+    /* (a --timeout past --retry-after needs no warning: a job in flight keeps its
+     * reservation however long it runs, on either queue: worker/lease_keeper.h,
+     * worker/database_lease_keeper.h) */
+    if (heartbeat && strtod(heartbeat, NULL) * 2 > retry_after && strcmp(connection, "database") != 0)
         fprintf(stderr, "luaworker: warning: --heartbeat=%s is over half of --retry-after=%d: "
                 "the jobs a dead worker reserved ahead may come back by retry_after, each with "
                 "an attempt counted, before they are given back\n", heartbeat, retry_after);
@@ -215,6 +211,7 @@ int main(int argc, char **argv)
             file_store_binding_register(&host);
             handler_check_binding_register(&host);
             heartbeat_binding_register(&host);
+            database_lease_binding_register(&host);
             status = vm_run(&host, &cli);
         }
     }

@@ -155,8 +155,9 @@ function M.contract(server, it, before_each, assert)
         local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty" },
             { env = env() })
         H.wait_until(function() return count("reserved_at is not null") == 1 end, 10, "the job to start")
-        -- its reservation expired and another worker took it: a new reserved_at
-        server.sql("update jobs set reserved_at = reserved_at + 1")
+        -- its reservation expired and another worker took it: a new reserved_at, one
+        -- attempt more (as every pop counts one)
+        server.sql("update jobs set reserved_at = reserved_at + 1, attempts = attempts + 1")
         assert.are.equal(0, w:wait(20), w:stderr())
         -- the row is the other worker's, reserved, as it was: no second copy
         assert.are.equal(1, count())
@@ -359,6 +360,84 @@ function M.contract(server, it, before_each, assert)
             assert.are.equal("", failed, what)
         end)
     end
+
+    -- Leases (worker/database_lease_keeper.h): a worker spawned on the queue, stopped
+    -- after fn(worker) however it ends; those fn adds to others too.
+    local function leasing(args, fn)
+        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
+        for _, a in ipairs(args.args or {}) do full[#full + 1] = a end
+        local w = H.spawn(full, { env = env(args.env), group = args.group })
+        local others = {}
+        local function other(php)
+            local o = php and H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, env(args.env))
+                or H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch",
+                    "--tries=3" }, { env = env(args.env) })
+            others[#others + 1] = { o = o, php = php }
+        end
+        local ok, err = pcall(fn, w, other)
+        if args.group and not w:status() then w:kill_group("KILL") end
+        w:stop()
+        for _, o in ipairs(others) do
+            if o.php then o.o.stop() else o.o:stop() end
+        end
+        if not ok then error(err, 0) end
+    end
+
+    local function starts()
+        return H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1)
+    end
+
+    it("keeps the reservation of a job whose handler computes without yielding past retry_after while "
+        .. "another worker polls the queue: it runs once", function()
+        push("crunch")
+        leasing({ env = { DB_QUEUE_RETRY_AFTER = "2" } }, function(w, other)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            other(false)
+            if server.mixed then other(true) end
+            H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
+            H.sleep(1.5)
+            assert.are.same({ "1" }, starts(), w:stderr())
+            assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
+            assert.are.equal(1, #runs(), cjson.encode(runs()))
+            assert.are.equal(0, count())
+        end)
+    end)
+
+    it("lets another worker take a job within seconds once its worker group is killed, the attempt "
+        .. "counted", function()
+        push("minute")
+        leasing({ args = { "--heartbeat=1", "--timeout=120" }, group = true }, function(w, other)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            -- renewed to expire two heartbeats on: reserved_at + retry_after (90)
+            H.sleep(2.5)
+            local reserved_at = tonumber(server.sql("select reserved_at from jobs"):match("%d+"))
+            assert.is_true(reserved_at + 90 <= os.time() + 3, "not renewed: " .. tostring(reserved_at))
+            w:kill_group("KILL")
+            local killed = os.time()
+            other(server.mixed)
+            H.wait_until(function() return #runs() == 1 or #starts() == 2 end, 15, "the job to run again")
+            assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
+            local attempts = server.mixed and runs()[1].attempts or tonumber(starts()[2])
+            assert.are.equal(2, attempts)
+        end)
+    end)
+
+    it("says once, naming the job, that a lease ran out while the database did not take its renewals",
+        function()
+        push("six")
+        leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            H.sleep(1)
+            -- the jobs table locked for 3.5 s: the renewals wait, and the lease (2 s) runs out
+            local lock = io.popen(server.locking(3.5) .. " >/dev/null 2>&1")
+            lock:close()
+            H.wait_until(function() return #runs() == 1 end, 30, "the job's end")
+            H.sleep(1.5)
+            local _, said = w:stderr():gsub("could not renew the reservation of App\\Jobs\\Simple %(attempt 1%) "
+                .. "before it expired %(the database out of reach[^)]*%): another worker may run it too", "")
+            assert.are.equal(1, said, w:stderr())
+        end)
+    end)
 
     it("takes WithoutOverlapping's lock as DatabaseLock does in the app's database cache store, with no "
         .. "Redis at all: held back by another owner's row, taking an expired one", function()

@@ -29,6 +29,11 @@ describe("the database queue on MariaDB", function()
 
     function server.env(extra) return mariadb.env(extra) end
     function server.quote(name) return "`" .. name .. "`" end
+    -- a shell command that holds the jobs table against writes for that many seconds
+    function server.locking(seconds)
+        return string.format("mariadb --no-defaults -S %s -uroot -N -B app -e %s", H.quote(mariadb.socket),
+            H.quote(string.format("lock tables jobs write; do sleep(%s); unlock tables;", seconds)))
+    end
     function server.copy_table(from, to) server.sql("create table `" .. to .. "` like `" .. from .. "`") end
     -- rows as text, columns joined by '|', as the sqlite3 shell prints them
     function server.sql(sql)

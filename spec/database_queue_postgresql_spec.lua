@@ -31,6 +31,11 @@ describe("the database queue on PostgreSQL", function()
         pg.psql('create table "' .. to .. '" (like "' .. from .. '" including all)')
     end
     function server.quote(name) return '"' .. name .. '"' end
+    -- a shell command that holds the jobs table against writes for that many seconds
+    function server.locking(seconds)
+        return pg.psql_command(string.format("begin; lock table jobs in exclusive mode; select pg_sleep(%s); "
+            .. "commit;", seconds))
+    end
     contract(server)
 
     -- The commits a worker with args (after --handlers) makes for 40 jobs of

@@ -47,6 +47,10 @@ describe("the database queue on SQLite", function()
             H.sqlite(file, (made:gsub('^CREATE TABLE "' .. from .. '"', 'CREATE TABLE "' .. to .. '"', 1)))
         end,
         quote = function(name) return '"' .. name .. '"' end,
+        -- a shell command that holds the database's write lock for that many seconds
+        locking = function(seconds)
+            return string.format("sqlite3 %s 'begin exclusive;' '.shell sleep %s' 'commit;'", H.quote(file), seconds)
+        end,
     }
     contract(server)
 

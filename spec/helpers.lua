@@ -511,7 +511,7 @@ end
 -- nobody (H.as_nobody), in a directory of its own; TCP logins need the password,
 -- scram-sha-256): {port, dir, password, bin, env(extra) (the DB_ variables of its
 -- pgsql connection, with extra), psql(sql) (its output, through the trusted
--- socket), remove()}.
+-- socket), psql_command(sql) (the shell command that runs it), remove()}.
 function H.postgresql()
     local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
         or "/usr/lib/postgresql/bin") .. "/"
@@ -546,9 +546,12 @@ function H.postgresql()
         for k, v in pairs(extra or {}) do e[k] = v end
         return e
     end
+    function pg.psql_command(sql)
+        return H.as_nobody(string.format("%spsql -h %s -p %d -U postgres -At -c %s -q postgres",
+            bin, pg.dir, pg.port, H.quote(sql)))
+    end
     function pg.psql(sql)
-        local p = io.popen(H.as_nobody(string.format("%spsql -h %s -p %d -U postgres -At -c %s -q postgres",
-            bin, pg.dir, pg.port, H.quote(sql))) .. " 2>&1")
+        local p = io.popen(pg.psql_command(sql) .. " 2>&1")
         local out = p:read("*a")
         p:close()
         return out

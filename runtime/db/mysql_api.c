@@ -25,7 +25,7 @@ const struct mysql_api *mysql_api_get(char *err, size_t errlen)
         FN(stmt_bind_result), FN(stmt_fetch), FN(stmt_data_seek),
         FN(stmt_fetch_column), FN(stmt_affected_rows), FN(stmt_more_results),
         FN(stmt_next_result_start), FN(stmt_next_result_cont), FN(stmt_errno),
-        FN(stmt_error), FN(stmt_sqlstate), FN(stmt_close),
+        FN(stmt_error), FN(stmt_sqlstate), FN(stmt_close), FN(real_connect), FN(real_query),
 #undef FN
     };
     if (lazy_lib_load(&libmariadb, symbols, sizeof symbols / sizeof symbols[0], err, errlen))

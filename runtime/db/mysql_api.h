@@ -62,6 +62,11 @@ struct mysql_api {
     const char *(*stmt_error)(MYSQL_STMT *stmt);
     const char *(*stmt_sqlstate)(MYSQL_STMT *stmt);
     my_bool (*stmt_close)(MYSQL_STMT *stmt);
+    /* blocking, for a thread of its own (db/sql_session) */
+    MYSQL *(*real_connect)(MYSQL *mysql, const char *host, const char *user, const char *passwd,
+                           const char *db, unsigned int port, const char *unix_socket,
+                           unsigned long flags);
+    int (*real_query)(MYSQL *mysql, const char *q, unsigned long length);
 };
 
 /* Connector/C's functions, loaded on the first call; NULL with err set when it

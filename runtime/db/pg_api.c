@@ -17,7 +17,7 @@ const struct pg_api *pg_api_get(char *err, size_t errlen)
         FN(resultErrorMessage), FN(ntuples), FN(nfields), FN(fname), FN(ftype), FN(getisnull),
         FN(getvalue), FN(getlength), FN(cmdTuples), FN(clear), FN(backendPID),
         FN(transactionStatus), FN(setNoticeProcessor), FN(setSingleRowMode), FN(notifies),
-        FN(freemem),
+        FN(freemem), FN(connectdbParams), FN(exec),
 #undef FN
     };
     if (lazy_lib_load(&libpq, symbols, sizeof symbols / sizeof symbols[0], err, errlen))

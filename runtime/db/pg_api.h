@@ -43,6 +43,10 @@ struct pg_api {
     int (*setSingleRowMode)(PGconn *conn);
     PGnotify *(*notifies)(PGconn *conn);
     void (*freemem)(void *ptr);
+    /* blocking, for a thread of its own (db/sql_session) */
+    PGconn *(*connectdbParams)(const char *const *keywords, const char *const *values,
+                               int expand_dbname);
+    PGresult *(*exec)(PGconn *conn, const char *query);
 };
 
 /* libpq's functions, loaded on the first call; NULL with err set when libpq cannot

@@ -7,55 +7,12 @@
 #include <sqlite3.h>
 
 #include "loop/vm.h"
-#include "loader/lazy_lib.h"
+#include "db/sqlite_api.h"
 #include "php/php_meta.h"
 
 #define SQLITE_META "luaworker.sqlite"
 
-/* libsqlite3, loaded on the first open (lazy_lib). */
-static struct {
-    int (*open_v2)(const char *filename, sqlite3 **db, int flags, const char *vfs);
-    int (*close_v2)(sqlite3 *db);
-    int (*busy_timeout)(sqlite3 *db, int ms);
-    int (*prepare_v2)(sqlite3 *db, const char *sql, int n, sqlite3_stmt **stmt, const char **tail);
-    int (*bind_text)(sqlite3_stmt *s, int i, const char *v, int n, void (*d)(void *));
-    int (*bind_int64)(sqlite3_stmt *s, int i, sqlite3_int64 v);
-    int (*bind_double)(sqlite3_stmt *s, int i, double v);
-    int (*bind_null)(sqlite3_stmt *s, int i);
-    int (*bind_parameter_count)(sqlite3_stmt *s);
-    int (*step)(sqlite3_stmt *s);
-    int (*column_count)(sqlite3_stmt *s);
-    const char *(*column_name)(sqlite3_stmt *s, int i);
-    int (*column_type)(sqlite3_stmt *s, int i);
-    sqlite3_int64 (*column_int64)(sqlite3_stmt *s, int i);
-    double (*column_double)(sqlite3_stmt *s, int i);
-    const unsigned char *(*column_text)(sqlite3_stmt *s, int i);
-    const void *(*column_blob)(sqlite3_stmt *s, int i);
-    int (*column_bytes)(sqlite3_stmt *s, int i);
-    int (*changes)(sqlite3 *db);
-    int (*finalize)(sqlite3_stmt *s);
-    const char *(*errmsg)(sqlite3 *db);
-    int (*extended_errcode)(sqlite3 *db);
-    int (*get_autocommit)(sqlite3 *db);
-} sq;
-
-static struct lazy_lib libsqlite = {
-    "libsqlite3.so.0", "SQLite databases need libsqlite3 (Debian's libsqlite3-0)", NULL, ""
-};
-
-static int load(char *err, size_t errlen)
-{
-    static const struct lazy_symbol symbols[] = {
-#define FN(name) {"sqlite3_" #name, (void **)&sq.name}
-        FN(open_v2), FN(close_v2), FN(busy_timeout), FN(prepare_v2), FN(bind_text),
-        FN(bind_int64), FN(bind_double), FN(bind_null), FN(bind_parameter_count), FN(step),
-        FN(column_count), FN(column_name), FN(column_type), FN(column_int64), FN(column_double),
-        FN(column_text), FN(column_blob), FN(column_bytes), FN(changes), FN(finalize), FN(errmsg),
-        FN(extended_errcode), FN(get_autocommit),
-#undef FN
-    };
-    return lazy_lib_load(&libsqlite, symbols, sizeof symbols / sizeof symbols[0], err, errlen);
-}
+static const struct sqlite_api *sq;  /* once loaded, at the first open */
 
 /* The database of the handle at 1; raises once it is closed. */
 static sqlite3 *check_db(lua_State *L)
@@ -74,21 +31,21 @@ static int l_host_sqlite_open(lua_State *L)
     const char *path = luaL_checkstring(L, 1);
     int busy_ms = (int)luaL_optinteger(L, 2, 5000);
     char err[300];
-    if (load(err, sizeof err))
+    if (!(sq = sqlite_api_get(err, sizeof err)))
         return vm_push_error(L, err, "connection");
     /* the handle first: the database it holds is closed by its __gc whatever follows */
     vm_push_handle(L, SQLITE_META, NULL);
     sqlite3 **p = lua_touserdata(L, -1);
-    int rc = sq.open_v2(path, p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sq->open_v2(path, p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         char message[600];
-        snprintf(message, sizeof message, "%s: %s", path, *p ? sq.errmsg(*p) : "out of memory");
+        snprintf(message, sizeof message, "%s: %s", path, *p ? sq->errmsg(*p) : "out of memory");
         if (*p)
-            sq.close_v2(*p);
+            sq->close_v2(*p);
         *p = NULL;
         return vm_push_error(L, message, "connection");
     }
-    sq.busy_timeout(*p, busy_ms);
+    sq->busy_timeout(*p, busy_ms);
     return 1;
 }
 
@@ -97,24 +54,24 @@ static int l_host_sqlite_open(lua_State *L)
  * luaworker.null (cjson.null, a NULL light userdata). */
 static void push_column(lua_State *L, sqlite3_stmt *s, int i)
 {
-    switch (sq.column_type(s, i)) {
+    switch (sq->column_type(s, i)) {
     case SQLITE_INTEGER: {
-        sqlite3_int64 v = sq.column_int64(s, i);
+        sqlite3_int64 v = sq->column_int64(s, i);
         if (php_meta_push_int(L, v) != 0)
             lua_pushnumber(L, (lua_Number)v);
         return;
     }
     case SQLITE_FLOAT:
-        lua_pushnumber(L, sq.column_double(s, i));
+        lua_pushnumber(L, sq->column_double(s, i));
         return;
     case SQLITE_NULL:
         lua_pushlightuserdata(L, NULL);
         return;
     case SQLITE_BLOB:
-        lua_pushlstring(L, sq.column_blob(s, i), (size_t)sq.column_bytes(s, i));
+        lua_pushlstring(L, sq->column_blob(s, i), (size_t)sq->column_bytes(s, i));
         return;
     default:
-        lua_pushlstring(L, (const char *)sq.column_text(s, i), (size_t)sq.column_bytes(s, i));
+        lua_pushlstring(L, (const char *)sq->column_text(s, i), (size_t)sq->column_bytes(s, i));
     }
 }
 
@@ -125,19 +82,19 @@ static int bind(lua_State *L, sqlite3_stmt *s, int i, int idx)
 {
     switch (lua_type(L, idx)) {
     case LUA_TNIL:
-        return sq.bind_null(s, i);
+        return sq->bind_null(s, i);
     case LUA_TBOOLEAN:
-        return lua_toboolean(L, idx) ? sq.bind_int64(s, i, 1) : sq.bind_null(s, i);
+        return lua_toboolean(L, idx) ? sq->bind_int64(s, i, 1) : sq->bind_null(s, i);
     case LUA_TNUMBER: {
         lua_Number n = lua_tonumber(L, idx);
         if (n == (lua_Number)(sqlite3_int64)n && n > -9.2e18 && n < 9.2e18)
-            return sq.bind_int64(s, i, (sqlite3_int64)n);
-        return sq.bind_double(s, i, n);
+            return sq->bind_int64(s, i, (sqlite3_int64)n);
+        return sq->bind_double(s, i, n);
     }
     default: {
         size_t len;
         const char *v = luaL_checklstring(L, idx, &len);
-        return sq.bind_text(s, i, v, (int)len, SQLITE_TRANSIENT);
+        return sq->bind_text(s, i, v, (int)len, SQLITE_TRANSIENT);
     }
     }
 }
@@ -156,14 +113,14 @@ static int step_rows(lua_State *L)
     lua_newtable(L);
     int rows = 0;
     while (r->rc == SQLITE_OK || r->rc == SQLITE_ROW) {
-        r->rc = r->s ? sq.step(r->s) : SQLITE_DONE;
+        r->rc = r->s ? sq->step(r->s) : SQLITE_DONE;
         if (r->rc != SQLITE_ROW)
             break;
-        int cols = sq.column_count(r->s);
+        int cols = sq->column_count(r->s);
         lua_createtable(L, 0, cols);
         for (int i = 0; i < cols; i++) {
             push_column(L, r->s, i);
-            lua_setfield(L, -2, sq.column_name(r->s, i));
+            lua_setfield(L, -2, sq->column_name(r->s, i));
         }
         lua_rawseti(L, -2, ++rows);
     }
@@ -183,10 +140,10 @@ static int l_host_sqlite_query(lua_State *L)
     const char *sql = luaL_checkstring(L, 2);
     int n = (int)luaL_checkinteger(L, 3);
     sqlite3_stmt *s = NULL;
-    int rc = sq.prepare_v2(db, sql, -1, &s, NULL);
-    int wanted = rc == SQLITE_OK && s ? sq.bind_parameter_count(s) : n;
+    int rc = sq->prepare_v2(db, sql, -1, &s, NULL);
+    int wanted = rc == SQLITE_OK && s ? sq->bind_parameter_count(s) : n;
     if (wanted != n) {
-        sq.finalize(s);
+        sq->finalize(s);
         return luaL_error(L, "%d bindings for %d placeholders", n, wanted);
     }
     for (int i = 0; rc == SQLITE_OK && s && i < n; i++)
@@ -199,7 +156,7 @@ static int l_host_sqlite_query(lua_State *L)
     rc = r.rc;
     if (status != 0) {
         if (s)
-            sq.finalize(s);
+            sq->finalize(s);
         if (status != LUA_ERRMEM)
             return lua_error(L);
         lua_pop(L, 1);
@@ -212,24 +169,24 @@ static int l_host_sqlite_query(lua_State *L)
         return vm_push_error(L, message, "memory");
     }
     if (rc != SQLITE_DONE) {
-        vm_push_error(L, sq.errmsg(db), "query");
-        lua_pushinteger(L, sq.extended_errcode(db));
+        vm_push_error(L, sq->errmsg(db), "query");
+        lua_pushinteger(L, sq->extended_errcode(db));
         if (s)
-            sq.finalize(s);
+            sq->finalize(s);
         return 4;
     }
     if (s)
-        sq.finalize(s);
+        sq->finalize(s);
     lua_pushboolean(L, 1);
     lua_insert(L, -2);
-    lua_pushinteger(L, sq.changes(db));
+    lua_pushinteger(L, sq->changes(db));
     return 3;
 }
 
 /* host.sqlite_in_transaction(database) -> whether a transaction is open on it. */
 static int l_host_sqlite_in_transaction(lua_State *L)
 {
-    lua_pushboolean(L, sq.get_autocommit(check_db(L)) == 0);
+    lua_pushboolean(L, sq->get_autocommit(check_db(L)) == 0);
     return 1;
 }
 
@@ -238,7 +195,7 @@ static int l_host_sqlite_close(lua_State *L)
 {
     sqlite3 *db = vm_take_handle(L, 1, SQLITE_META);
     if (db)
-        sq.close_v2(db);
+        sq->close_v2(db);
     return 0;
 }
 

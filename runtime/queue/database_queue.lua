@@ -326,28 +326,31 @@ end
 -- its reservation, and the job would then run twice.
 function Queue:release(q, record, delay, keep_attempts)
     return self.db:transaction(function(d)
-        -- (a renewal whose outcome is unknown may have moved reserved_at: see renew)
-        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and reserved_at in (?, ?)",
-            { record.id, record.reserved_at, record.renewed_to or record.reserved_at })
+        -- (this worker's reservation: its pop's attempts, whatever its lease made of
+        -- reserved_at; a later pop counts one more)
+        local deleted = d:delete("delete from " .. self.quoted_table .. " where id = ? and attempts = ? "
+            .. "and reserved_at is not null", { record.id, record.attempts })
         if deleted == 0 then return nil end
         return insert(self, q, record.payload, host.now() + (delay or 0),
             keep_attempts and record.attempts - 1 or record.attempts)
     end)
 end
 
--- Renews the reservation of a job in flight (record as pop returned it): its row's
--- reserved_at becomes now, so that it expires retry_after from now, unless the row
--- is gone or was reserved again since. Returns whether it was renewed. While the
--- statement is under way, and after one whose outcome is unknown (a lost
--- connection), record.renewed_to holds the time it sets, which release accepts too.
-function Queue:renew(record, now)
-    local unknown = record.renewed_to or record.reserved_at
-    record.renewed_to = now
-    local n = self.db:update("update " .. self.quoted_table .. " set reserved_at = ? where id = ? "
-        .. "and reserved_at in (?, ?)", { now, record.id, record.reserved_at, unknown })
-    if n > 0 then record.reserved_at = now end
-    record.renewed_to = nil
-    return n > 0
+-- The renewal of a job in flight's reservation (worker/database_lease_keeper.h),
+-- in four parts around its numbers: the new reserved_at, the row's id, the attempts
+-- its pop counted. It matches the row only while it holds that pop's reservation:
+-- any later pop, PHP's or luaworker's, counts one attempt more.
+function Queue:lease_statement()
+    return { "update " .. self.quoted_table .. " set reserved_at = ", " where id = ",
+        " and attempts = ", " and reserved_at is not null" }
+end
+
+-- Ends the reservation of a job that no longer runs (record as pop returned it),
+-- unless the row is gone or was reserved again since: it expires at once, so that
+-- the next pop of any worker takes it, the attempt it used counted.
+function Queue:expire_reservation(record, now)
+    self.db:update("update " .. self.quoted_table .. " set reserved_at = ? where id = ? and attempts = ? "
+        .. "and reserved_at is not null", { now - self.retry_after, record.id, record.attempts })
 end
 
 -- queue:retry onto this queue: a failed job's payload (the text its record keeps)

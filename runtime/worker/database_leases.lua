@@ -1,63 +1,67 @@
 -- luaworker.worker.database_leases: the leases of the jobs in flight on the database
--- queue. A job whose reservation is a third of retry_after old has its row's
--- reserved_at renewed to now, and so again every third of retry_after while it runs
--- (queue/database_queue.lua's renew: one UPDATE, one commit, a job), so that it
--- expires retry_after after its last renewal, not after its pop: no worker, PHP's or
--- luaworker's, takes it again while it runs, however long. A job shorter than that
--- costs nothing. The renewals are the worker loop's: a handler that computes without
--- yielding holds them up, and then its job is as safe as Laravel makes it (until
--- retry_after after the last renewal). A lease that ran out (the database out of
--- reach that long) is said once, naming the job: it may run twice. A worker that
--- dies leaves its jobs to retry_after, as Laravel's does.
+-- queue, kept by a thread of the worker with a connection of its own
+-- (worker/database_lease_keeper.h): while a job runs, its row's reserved_at is
+-- renewed every quarter lease so that, by Laravel's rule, it expires a lease later
+-- (two heartbeats, or retry_after when less). No worker, PHP's or luaworker's,
+-- takes it again while this one lives, however long it runs and whether or not its
+-- handler yields; once the process is gone, the job comes back within a lease, its
+-- attempt counted. A job shorter than a quarter lease costs nothing. A lease that ran out before a
+-- renewal was confirmed (the database out of reach that long) is said once, naming
+-- the job: it may run twice.
 local host = require "luaworker.host"
 local output = require "luaworker.worker.output"
 local periodic = require "luaworker.base.periodic"
+local settings = require "luaworker.base.settings"
 
 local M = {}
 
-local jobs_table, every, retry_after
-local held = {}   -- job -> true: the jobs in flight
+-- Seconds between two looks for leases that lapsed.
+local LAPSE_LOOK = 1
 
--- Starts the renewals of jobs_table's reservations (a database_queue).
-function M.start(table_)
-    jobs_table, retry_after = table_, table_.retry_after
-    every = retry_after / 3
-    periodic.start(every, M.renew_due, "renew the reservations of the jobs in flight")
+local retry_after
+local held = {}   -- handle -> the job in flight whose lease it is
+
+-- Says once that job's lease ran out while it ran.
+local function say_lapse(job)
+    local why = host.database_lease_error()
+    output.error(string.format("could not renew the reservation of %s (attempt %s) before it "
+        .. "expired (the database out of reach%s): another worker may run it too",
+        output.job_name(job), job:attempts(), why and ": " .. why or ""), job)
 end
 
+-- Starts the renewals of the reservations of jobs_table (a database_queue), over a
+-- connection to its database; raises what keeps the thread from starting. None at
+-- a retry_after of 0, by which a reservation expires as it is made.
+function M.start(jobs_table)
+    if jobs_table.retry_after <= 0 then return end
+    retry_after = jobs_table.retry_after
+    local d = jobs_table.db
+    local ok, err = host.database_leases(d.driver_name, d.settings, jobs_table:lease_statement(),
+        math.min(2 * settings.options.heartbeat, retry_after), retry_after)
+    if not ok then error("the leases of the jobs in flight: " .. tostring(err), 0) end
+    periodic.start(LAPSE_LOOK, M.say_lapses, "look for jobs whose lease lapsed")
+end
+
+-- job starts: its reservation is renewed while it runs.
 function M.hold(job)
-    if jobs_table then held[job] = true end
+    if not retry_after then return end
+    local r = job:reserved_body()
+    job.lease = host.database_lease(r.id, r.attempts, r.reserved_at + retry_after)
+    if job.lease then held[job.lease] = job end
 end
 
 -- job ended: no more renewals; says so when its lease had run out.
 function M.release(job)
-    if not held[job] then return end
-    held[job] = nil
-    M.check_lapse(job)
+    local handle = job.lease
+    if not handle then return end
+    held[handle], job.lease = nil, nil
+    if host.database_lease_end(handle) then say_lapse(job) end
 end
 
--- Says once that job's reservation expired while it ran.
-function M.check_lapse(job)
-    local record = job:reserved_body()
-    if job.lease_lapsed or host.now() - record.reserved_at < retry_after then return end
-    job.lease_lapsed = true
-    output.error(string.format("could not renew the reservation of %s (attempt %s) before it "
-        .. "expired (the database out of reach): another worker may run it too",
-        output.job_name(job), job:attempts()), job)
-end
-
--- Renews the reservations of the jobs in flight that are due (see above).
-function M.renew_due()
-    local now = host.now()
-    local due = {}
-    for job in pairs(held) do
-        if now - job:reserved_body().reserved_at >= every then due[#due + 1] = job end
-    end
-    for _, job in ipairs(due) do
-        if held[job] then
-            M.check_lapse(job)
-            jobs_table:renew(job:reserved_body(), host.now())
-        end
+-- Says which jobs in flight lost their lease since the last look.
+function M.say_lapses()
+    for _, handle in ipairs(host.database_lease_lapses()) do
+        if held[handle] then say_lapse(held[handle]) end
     end
 end
 

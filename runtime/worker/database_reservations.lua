@@ -8,12 +8,13 @@
 -- of the loop; no heartbeat. The few a stop, a pause or maintenance finds popped and
 -- not started are given back, their attempts uncounted.
 --
--- A job in flight keeps its reservation, renewed while it runs
--- (worker/database_leases.lua). A job whose worker died stays reserved until
--- retry_after after its last renewal; then the next pop takes it again, its attempt
--- counted, by Laravel's own rules. The one that had the CPU
--- when its process was killed for its timeout, or crashed, first gets Laravel's
--- rules for that from the worker that replaces it (the supervisor names its row).
+-- A job in flight keeps its reservation, renewed while it runs by a thread of the
+-- worker (worker/database_leases.lua). A job whose worker died comes back within
+-- two heartbeats, when its lease runs out: the next pop takes it again, its attempt
+-- counted, by Laravel's own rules. The one that had the CPU when its process was
+-- killed for its timeout, or crashed, first gets Laravel's rules for that from the
+-- worker that replaces it (the supervisor names its row), and so does a job
+-- stopped past its timeout: one not failed comes back at once (M.abandon).
 --
 -- An idle worker looks again every --sleep seconds, as queue:work does; on
 -- PostgreSQL with the notify trigger installed (queue/database_notifications.lua,
@@ -27,14 +28,15 @@
 -- a job, a slot, a hook or a cache read, holds or stops) it is written in the next
 -- turn, in a task of its own: a finished job's row never outlives its reservation
 -- while its worker lives. A worker that dies in between leaves such a job reserved,
--- to run again after retry_after, as a Redis worker that dies before its delete is
--- written.
+-- to run again once its reservation expires (retry_after after its pop, or two
+-- heartbeats after its lease's last renewal), as a Redis worker that dies before
+-- its delete is written.
 --
 -- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
 -- is waited out, said once when it starts and once when it ends: a pop, a delete or
 -- a release is tried again, 1, 2, 4... up to 30 s apart, the job's row left as it
 -- is meanwhile (reserved, or available to the next pop). A stop signal ends the
--- wait: a job it held stays reserved and runs again after retry_after.
+-- wait: a job it held stays reserved and runs again once its reservation expires.
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local db = require "luaworker.db"
@@ -180,6 +182,13 @@ function M.release(job, delay, keep_attempts)
     waited_out(function()
         jobs_table:release(job:queue(), job:reserved_body(), delay, keep_attempts)
     end)
+end
+-- A job that no longer runs (its worker died, or it was stopped past its timeout)
+-- and was not failed: its lease ends and so does its reservation, now, so that the
+-- next pop takes it again with the attempt it used counted.
+function M.abandon(job)
+    database_leases.release(job)
+    waited_out(function() jobs_table:expire_reservation(job:reserved_body(), host.now()) end)
 end
 function M.start(job)
     database_leases.hold(job)
@@ -367,9 +376,9 @@ function M.wait(queues)
 end
 
 -- What the worker says when give_back_held or retire raised (the jobs whose deletes
--- or give-backs were not written run again after retry_after).
+-- or give-backs were not written run again once their reservations expire).
 M.GIVE_BACK_FAILED = "could not delete the jobs that ended (or give back those popped and not "
-    .. "started), which run again after retry_after"
+    .. "started), which run again once their reservations expire"
 
 -- The jobs popped and not started go back, and the deletes not yet written are
 -- written; no other worker's jobs need recovering (an expired reservation is popped
@@ -385,8 +394,8 @@ end
 -- What the worker this one replaces left (worker.lua's recover_predecessor): the
 -- job that had the CPU when it was killed for running past its timeout, or when
 -- it crashed (the supervisor names its row id), if its row is still reserved, for
--- Laravel's rules on a timeout or a crash; the other jobs it had in flight wait out
--- retry_after (no record names them).
+-- Laravel's rules on a timeout or a crash; the other jobs it had in flight come
+-- back when their leases run out (no record names them).
 function M.recover_predecessor()
     local predecessor, number, timeout, death = host.predecessor()
     if not predecessor or not number or number == 0 then return {} end

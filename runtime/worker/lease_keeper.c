@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/handles.h"
 #include "loop/system.h"
 #include "redis/redis_client.h"
 
@@ -21,7 +22,6 @@ struct held {
     double renew_at;       /* when to renew next */
     int renewing;          /* a renewal is unanswered */
     int lapsed;            /* 1: its score passed before a renewal was confirmed; 2: said so */
-    int next_free;
 };
 
 /* A renewal in flight. */
@@ -53,9 +53,14 @@ static struct {
     double sent, sent_wall;
     double confirmed, confirmed_wall, since;
     /* the jobs held */
-    struct held *jobs;
-    int cap, free_head;
-} lk = {.mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .free_head = -1};
+    struct handles jobs;  /* of struct held */
+} lk = {.mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP};
+
+/* The entry of handle i. mu held. */
+static struct held *at(int i)
+{
+    return (struct held *)lk.jobs.items + i;
+}
 
 /* Whether the lease has lapsed: no round confirmed, or the last one sent a lease ago
  * or more by either clock (a wall clock set back counts for nothing). mu held. */
@@ -117,9 +122,9 @@ static void beat(void)
 
 static struct held *entry(int handle, unsigned gen)
 {
-    if (handle < 0 || handle >= lk.cap || !lk.jobs[handle].used || lk.jobs[handle].gen != gen)
+    if (handle < 0 || handle >= lk.jobs.cap || !at(handle)->used || at(handle)->gen != gen)
         return NULL;
-    return &lk.jobs[handle];
+    return at(handle);
 }
 
 static void on_renewed(void *data, const redisReply *reply, const char *lost,
@@ -173,8 +178,8 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
     beat();
     double now = system_clock(), wall = system_wall_clock();
     double score = ceil(wall + 2 * lk.ttl);
-    for (int i = 0; i < lk.cap; i++) {
-        struct held *j = &lk.jobs[i];
+    for (int i = 0; i < lk.jobs.cap; i++) {
+        struct held *j = at(i);
         if (!j->used)
             continue;
         if (!j->lapsed && floor(wall) >= j->expires)
@@ -334,26 +339,14 @@ int lease_keeper_hold(const char *key, size_t keylen, const char *member, size_t
     memcpy(m, member, memberlen);
     m[memberlen] = '\0';
     pthread_mutex_lock(&lk.mu);
-    if (lk.free_head < 0) {
-        int cap = lk.cap ? lk.cap * 2 : 16;
-        struct held *jobs = realloc(lk.jobs, (size_t)cap * sizeof *jobs);
-        if (!jobs) {
-            pthread_mutex_unlock(&lk.mu);
-            free(k);
-            free(m);
-            return -1;
-        }
-        memset(jobs + lk.cap, 0, (size_t)(cap - lk.cap) * sizeof *jobs);
-        for (int i = cap - 1; i >= lk.cap; i--) {
-            jobs[i].next_free = lk.free_head;
-            lk.free_head = i;
-        }
-        lk.jobs = jobs;
-        lk.cap = cap;
+    int handle = handles_take(&lk.jobs, sizeof(struct held));
+    if (handle < 0) {
+        pthread_mutex_unlock(&lk.mu);
+        free(k);
+        free(m);
+        return -1;
     }
-    int handle = lk.free_head;
-    struct held *j = &lk.jobs[handle];
-    lk.free_head = j->next_free;
+    struct held *j = at(handle);
     /* the first renewal half a heartbeat from now, or halfway to its expiry */
     double left = expires - system_wall_clock();
     double first = lk.ttl / 2;
@@ -369,17 +362,16 @@ int lease_keeper_hold(const char *key, size_t keylen, const char *member, size_t
 int lease_keeper_release(int handle)
 {
     pthread_mutex_lock(&lk.mu);
-    if (handle < 0 || handle >= lk.cap || !lk.jobs[handle].used) {
+    if (handle < 0 || handle >= lk.jobs.cap || !at(handle)->used) {
         pthread_mutex_unlock(&lk.mu);
         return 0;
     }
-    struct held *j = &lk.jobs[handle];
+    struct held *j = at(handle);
     int unsaid = j->lapsed == 1;
     char *k = j->key, *m = j->member;
     j->used = 0;
     j->key = j->member = NULL;
-    j->next_free = lk.free_head;
-    lk.free_head = handle;
+    handles_give(&lk.jobs, handle);
     pthread_mutex_unlock(&lk.mu);
     free(k);
     free(m);
@@ -390,9 +382,9 @@ int lease_keeper_lapsed(int *handles, int max)
 {
     int n = 0;
     pthread_mutex_lock(&lk.mu);
-    for (int i = 0; i < lk.cap && n < max; i++) {
-        if (lk.jobs[i].used && lk.jobs[i].lapsed == 1) {
-            lk.jobs[i].lapsed = 2;
+    for (int i = 0; i < lk.jobs.cap && n < max; i++) {
+        if (at(i)->used && at(i)->lapsed == 1) {
+            at(i)->lapsed = 2;
             handles[n++] = i;
         }
     }
@@ -413,13 +405,10 @@ void lease_keeper_stop(void)
     pthread_mutex_lock(&lk.mu);
     free_keys();
     lk.beating = 0;
-    for (int i = 0; i < lk.cap; i++) {
-        free(lk.jobs[i].key);
-        free(lk.jobs[i].member);
+    for (int i = 0; i < lk.jobs.cap; i++) {
+        free(at(i)->key);
+        free(at(i)->member);
     }
-    free(lk.jobs);
-    lk.jobs = NULL;
-    lk.cap = 0;
-    lk.free_head = -1;
+    handles_free(&lk.jobs);
     pthread_mutex_unlock(&lk.mu);
 }

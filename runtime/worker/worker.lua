@@ -22,7 +22,6 @@ local process = require "luaworker.worker.process"
 local in_flight = require "luaworker.worker.in_flight"
 local redis_reservations = require "luaworker.worker.reservations"
 local database_reservations = require "luaworker.worker.database_reservations"
-local database_queue = require "luaworker.queue.database_queue"
 local idle = require "luaworker.worker.idle"
 local stop_signal = require "luaworker.worker.stop_signal"
 local settings = require "luaworker.base.settings"
@@ -41,8 +40,9 @@ local ONE_SHOT_WAIT = 10
 -- (supervisor/reload_check.h's HANDLER_CHECK_ENV): it loads them and exits.
 local HANDLER_CHECK = os.getenv("LUAWORKER_HANDLER_CHECK") == "1"
 
--- The default heartbeat (seconds): HEARTBEAT, or HEARTBEAT_SHARE of --retry-after
--- when less, but not below HEARTBEAT_MIN.
+-- The default heartbeat (seconds): HEARTBEAT, or HEARTBEAT_SHARE of the queue's
+-- retry_after (--retry-after; on the database queue, DB_QUEUE_RETRY_AFTER without
+-- it) when less, but not below HEARTBEAT_MIN.
 local HEARTBEAT, HEARTBEAT_SHARE, HEARTBEAT_MIN = 10, 1 / 3, 0.5
 
 local options
@@ -216,9 +216,11 @@ local function prepare(cli, cfg)
     settings.connection_name = cli.args[1] or cfg.connection_name
     settings.given = cli.given or {}
     local default_queue = cfg.default_queue
+    local retry_after = options.retry_after
     if settings.connection_name == "database" then
         reservations = database_reservations
-        default_queue = database_queue.settings().queue
+        local s = database_reservations.settings(options, settings.given)
+        default_queue, retry_after = s.queue, s.retry_after
     end
     options.queue_list = options.queue or default_queue
     settings.queues = process.split(options.queue_list, ",")
@@ -227,7 +229,7 @@ local function prepare(cli, cfg)
         options.effective_backoff = options.delay
     end
     options.heartbeat = options.heartbeat
-        or math.max(HEARTBEAT_MIN, math.min(HEARTBEAT, options.retry_after * HEARTBEAT_SHARE))
+        or math.max(HEARTBEAT_MIN, math.min(HEARTBEAT, retry_after * HEARTBEAT_SHARE))
     -- checked by cli_parse (config/cli.c) in the process the user started
     options.concurrency = options.concurrency or tonumber(os.getenv("LUAWORKER_CONCURRENCY")) or 1
     in_flight.configure(options.concurrency)
