@@ -339,6 +339,40 @@ function M.contract(server, it, before_each, assert)
             if not ok then error(err, 0) end
         end)
 
+        it("shares WithoutOverlapping's lock in the app's database cache store with PHP's queue:work: no "
+            .. "two jobs of one key ever run at once, whichever runtime runs them", function()
+            server.sql("delete from cache_locks")
+            local e = env({ CACHE_DRIVER = "database" })
+            H.artisan({ "jobs:dispatch", "Overlapping", "--connection=database", "--count=12",
+                '--args={"n":"{i}","ms":150}' }, e)
+            local lw = H.spawn({ "work", "database", "--handlers=spec/fixtures/middleware_handlers", "--sleep=0.05",
+                "--no-watch", "--tries=100", "--concurrency=4" }, { env = e })
+            local php = H.spawn_artisan({ "queue:work", "database", "--sleep=0", "--tries=100" }, e)
+            local trail = H.prefix .. "overlap:trail"
+            local ok, err = pcall(function()
+                H.wait_until(function()
+                    local ends = 0
+                    for _, t in ipairs(H.r("LRANGE", trail, 0, -1)) do
+                        if t:match("^e ") then ends = ends + 1 end
+                    end
+                    return ends == 12
+                end, 60, "the 12 jobs")
+                local seen, by = {}, { lua = 0, php = 0 }
+                for _, r in ipairs(H.runs_without_overlap(H.r("LRANGE", trail, 0, -1))) do
+                    assert.is_nil(seen[r.n], "job " .. r.n .. " ran twice")
+                    seen[r.n] = true
+                    by[r.by] = by[r.by] + 1
+                end
+                assert.are.equal(12, by.lua + by.php)
+                assert.is_true(by.lua > 0 and by.php > 0, cjson.encode(by))
+                H.wait_until(function() return count() == 0 end, 10, "the last rows' deletes")
+                assert.are.equal("", server.sql("select * from cache_locks"))
+            end)
+            php.stop()
+            lw:stop()
+            if not ok then error(err, 0) end
+        end)
+
         it("runs each job once in a mixed fleet of PHP's queue:work and luaworker", function()
             H.artisan({ "jobs:dispatch", "Simple", "--connection=database", "--count=120" }, env())
             local php = H.spawn_artisan({ "queue:work", "database", "--stop-when-empty", "--sleep=0" }, env())
@@ -606,6 +640,25 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
             .. "attempted too many times", exception)
         assert.matches('s:4:\\"busy', server.sql("select payload from failed_jobs"), 1, true)
         assert.is_nil(runs()[1], "the job never got to record its run")
+    end)
+
+    it("gives a job stopped past its timeout back at once, its attempt counted, until its last try fails "
+        .. "it", function()
+        push("slow-timeout", "--timeout=1", "--tries=3")
+        -- (--concurrency=2: stopped where it waits, its process going on)
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--no-watch",
+            "--concurrency=2" }, { env = env() })
+        local failed = pcall(H.wait_until, function()
+            return server.sql("select count(*) from failed_jobs"):match("%d+") == "1"
+        end, 20)
+        w:stop()
+        assert.is_true(failed, "not failed within 20 s: " .. w:stderr())
+        local _, back = w:stderr():gsub("ran past its timeout of 1s; it was stopped where it waited, and it goes "
+            .. "back to its queue with the attempt counted", "")
+        assert.are.equal(2, back, w:stderr())
+        assert.matches("%(attempt 3%) ran past its timeout of 1s; it was stopped where it waited; failed", w:stderr())
+        assert.are.equal(0, count())
+        assert.is_nil(runs()[1], "no run got to its end")
     end)
 
     it("does not pop again a job that ran past retry_after and ended, its delete going with that pop",

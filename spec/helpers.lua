@@ -374,6 +374,26 @@ function H.artisan(args, env)
     return text
 end
 
+-- The runs on an overlap trail (a list of "s <n> <by>" as a run starts and "e <n>
+-- <by>" as it ends, examples/laravel's App\Jobs\Overlapping and its Lua twin):
+-- {n =, by =} in order of their start; raises when one started while another was
+-- running. Other entries are passed over.
+function H.runs_without_overlap(trail)
+    local open, runs = nil, {}
+    for _, entry in ipairs(trail) do
+        local kind, n, by = entry:match("^(%a) (%S+) (%a+)$")
+        if kind == "s" then
+            assert(open == nil, "run " .. n .. " (" .. by .. ") started while " .. tostring(open) .. " ran")
+            open = n .. " " .. by
+            runs[#runs + 1] = { n = n, by = by }
+        elseif kind == "e" then
+            assert(open == n .. " " .. by, "run " .. n .. " ended, not the one that ran")
+            open = nil
+        end
+    end
+    return runs
+end
+
 -- Runs `jobs:dispatch` and returns the pushed jobs as a list of {id =, uuid =}.
 function H.dispatch(job, ...)
     local args = { "jobs:dispatch", job }

@@ -8,26 +8,8 @@ local cjson = H.json
 local TRAIL = H.prefix .. "overlap:trail"
 local LOCK = H.cache_prefix .. "laravel-queue-overlap:App\\Jobs\\Overlapping:shared"
 
--- The runs on a trail (a list): {n =, by =} in order of their start; raises when one
--- started while another was running. Entries other than starts and ends are passed over.
-local function runs_without_overlap_in(trail)
-    local open, runs = nil, {}
-    for _, entry in ipairs(trail) do
-        local kind, n, by = entry:match("^(%a) (%S+) (%a+)$")
-        if kind == "s" then
-            assert(open == nil, "run " .. n .. " (" .. by .. ") started while " .. tostring(open) .. " ran")
-            open = n .. " " .. by
-            runs[#runs + 1] = { n = n, by = by }
-        elseif kind == "e" then
-            assert(open == n .. " " .. by, "run " .. n .. " ended, not the one that ran")
-            open = nil
-        end
-    end
-    return runs
-end
-
 local function runs_without_overlap()
-    return runs_without_overlap_in(H.r("LRANGE", TRAIL, 0, -1))
+    return H.runs_without_overlap(H.r("LRANGE", TRAIL, 0, -1))
 end
 
 local fleet = H.worker_set()
@@ -251,7 +233,7 @@ return {
         H.wait_until(function() return H.r("LLEN", TRAIL) == 6 end, 10, "both jobs")
         local trail = H.r("LRANGE", TRAIL, 0, -1)
         -- the second waited for the first's slot, then ran
-        assert.are.equal(2, #runs_without_overlap_in(trail))
+        assert.are.equal(2, #H.runs_without_overlap(trail))
         local results = {}
         for _, e in ipairs(trail) do
             if e:match("^r ") then results[#results + 1] = e:match("%S+$") end
