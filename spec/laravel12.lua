@@ -177,6 +177,19 @@ return { handle = function(job, command)
 end }
 ]]
 
+-- A Lua App\Jobs\Recorded for the specs of leases: it records its run as
+-- RECORDED_LUA does, then takes its action's seconds ("15", "60") and records its end
+-- on spec:ended.
+L12.LONG_LUA = [[
+local luaworker = require "luaworker"
+return { handle = function(job, command)
+    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
+        { by = "lua", tag = command.tag, attempt = job:attempts() }))
+    luaworker.sleep(tonumber(command.action))
+    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ended", command.tag)
+end }
+]]
+
 -- The runs App\Jobs\Recorded recorded, oldest first: {by =, tag =, attempt =}.
 function L12.runs()
     local out = {}

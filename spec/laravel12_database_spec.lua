@@ -199,18 +199,6 @@ for ($i = 1; $i <= 40; $i++) {
         assert.are.equal("0", server.sql("select count(*) from jobs"):match("%d+"))
     end
 
-    -- A Lua App\Jobs\Recorded that records its run, then takes command.action's
-    -- seconds ("15", "60") before it ends.
-    local LONG_LUA = [[
-local luaworker = require "luaworker"
-return { handle = function(job, command)
-    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ran", luaworker.json.encode(
-        { by = "lua", tag = command.tag, attempt = job:attempts() }))
-    luaworker.sleep(tonumber(command.action))
-    luaworker.redis("RPUSH", luaworker.prefix .. "spec:ended", command.tag)
-end }
-]]
-
     -- Leases beside Laravel 12's worker on the jobs table of server {env(), sql(text)}:
     -- a job of `seconds` dispatched by the app, a luaworker spawned on it with args
     -- (its process group its own) and extra environment; fn(worker, env) then, the
@@ -223,7 +211,7 @@ end }
         server.sql("delete from jobs")
         L12.php("App\\Jobs\\Recorded::dispatch('lease', '" .. seconds .. "');", e)
         local full = { "work", "database", "--laravel=" .. L12.VERSION, "--sleep=0.2", "--no-watch",
-            "--handlers=" .. H.handlers({ ["App/Jobs/Recorded.lua"] = LONG_LUA }) }
+            "--handlers=" .. H.handlers({ ["App/Jobs/Recorded.lua"] = L12.LONG_LUA }) }
         for _, a in ipairs(args) do full[#full + 1] = a end
         local w = H.spawn(full, { env = e, group = true })
         local others = {}
