@@ -70,6 +70,28 @@ db_throughput() {
     echo "   $key: ${R[$key.tput]} jobs/s, ${R[$key.failed]} failed rows"
 }
 
+# KEY WORKER...: the cost of leases on PostgreSQL (docs/operating.md#leases): 200
+# Chaos jobs of 3 s (waiting without the CPU), all in flight at once. The jobs
+# table's row updates beyond the pops' one a job (PostgreSQL's statistics of the
+# table, sent at most once a second) are the renewals: one UPDATE (one commit)
+# each, every quarter lease once the job ran that long.
+db_leases() {
+    local key=$1 u0 u1; shift
+    local updates="select n_tup_upd from pg_stat_user_tables where relname = 'jobs'"
+    db_sql pgsql "delete from jobs"
+    # shellcheck disable=SC2046
+    env $(db_env pgsql) php examples/laravel/artisan jobs:dispatch Chaos --count=200 \
+        --args='{"kind":"ok","ms":3000}' >/dev/null
+    sleep 1.5
+    u0=$(db_sql pgsql "$updates")
+    # shellcheck disable=SC2046
+    env $(db_env pgsql) "$@"
+    sleep 1.5
+    u1=$(db_sql pgsql "$updates")
+    R[$key.renewals]=$(awk "BEGIN{printf \"%.1f\", (${u1:-0} - ${u0:-0} - 200) / 200}")
+    echo "   $key: ${R[$key.renewals]} renewals per job of 3 s (one UPDATE each)"
+}
+
 # KIND PREFIX: the rows of KIND, keys PREFIX.lw1 ...
 db_kind_bench() {
     local kind=$1 k=$2
@@ -81,6 +103,8 @@ db_kind_bench() {
     db_throughput "$kind" "$k.lw32" 1 "${lw[@]}" --processes=1 --concurrency=32 "${LW_FAST[@]}"
     db_throughput "$kind" "$k.php1" 1 php examples/laravel/artisan queue:work database "${PHP_FAST[@]}"
     db_throughput "$kind" "$k.php4" 4 php examples/laravel/artisan queue:work database "${PHP_FAST[@]}"
+    [ "$kind" != pgsql ] || db_leases "$k.lease" "${lw[@]}" --processes=1 --concurrency=200 --heartbeat=1 \
+        "${LW_FAST[@]}"
     db_sql "$kind" "delete from jobs; delete from failed_jobs"
     # shellcheck disable=SC2046
     export $(db_env "$kind")
@@ -116,6 +140,8 @@ database_queue_rows() {
     row "database queue (PostgreSQL): no-op, 4 processes (jobs/s)" "${R[pg.lw4.tput]:--}" "${R[pg.php4.tput]:--}"
     row "database queue (PostgreSQL): no-op, 1 process, --concurrency=32 (jobs/s)" "${R[pg.lw32.tput]:--}" "${R[pg.php1.tput]:--}"
     row "database queue (PostgreSQL): failed rows, 4 processes" "${R[pg.lw4.failed]:--}" "${R[pg.php4.failed]:--}"
+    row "database queue (PostgreSQL): lease renewals per job of 3 s, --heartbeat=1 (statements)" \
+        "${R[pg.lease.renewals]:--}" "-"
     row "database queue (PostgreSQL): latency p50, sleep 3, luaworker listening (ms)" \
         "${R[pg.lw.lat.p50]:--}" "${R[pg.php.lat.p50]:--}"
     row "database queue (PostgreSQL): latency p99, sleep 3, luaworker listening (ms)" \

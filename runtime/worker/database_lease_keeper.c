@@ -12,6 +12,9 @@
 #include "lib/handles.h"
 #include "loop/system.h"
 
+/* The longest renewal statement: its parts and three numbers of 20 digits. */
+#define SQL_MAX 1024
+
 /* A job held: its row and its reservation. */
 struct held {
     int used;
@@ -99,7 +102,7 @@ static int take_due(struct due **list, int *cap, double *next)
  * without mu. */
 static int renew(const struct due *d, long long value)
 {
-    char sql[1024], err[256];
+    char sql[SQL_MAX], err[256];
     snprintf(sql, sizeof sql, "%s%lld%s%lld%s%lld%s", dk.parts[0], value, dk.parts[1], d->id,
              dk.parts[2], d->attempts, dk.parts[3]);
     long long changed = 0;
@@ -107,6 +110,8 @@ static int renew(const struct due *d, long long value)
     pthread_mutex_lock(&dk.mu);
     if (rc != 0)
         snprintf(dk.error, sizeof dk.error, "%s", err);
+    else
+        dk.error[0] = '\0';  /* what failed before is past */
     struct held *j = entry(d->handle, d->gen);
     if (j) {
         j->renewing = 0;
@@ -187,6 +192,14 @@ int database_lease_keeper_start(struct sql_session *session,
     if (dk.running) {
         sql_session_free(session);
         return 0;
+    }
+    size_t len = 3 * 20 + 1;
+    for (int i = 0; i < DATABASE_LEASE_SQL_PARTS; i++)
+        len += strlen(parts[i]);
+    if (len > SQL_MAX) {
+        snprintf(err, errlen, "the renewal's statement is longer than %d bytes", SQL_MAX);
+        sql_session_free(session);
+        return -1;
     }
     int ok = 1;
     for (int i = 0; i < DATABASE_LEASE_SQL_PARTS; i++)

@@ -58,8 +58,8 @@ int database_lease_keeper_release(int handle);
  * (each said once); returns how many. */
 int database_lease_keeper_lapsed(int *handles, int max);
 
-/* Copies the last failure of a renewal (a statement's or the connection's error)
- * into buf; returns 0 when there was none. */
+/* Copies the failure of the last renewal (a statement's or the connection's error)
+ * into buf; returns 0 when it did not fail. */
 int database_lease_keeper_error(char *buf, size_t len);
 
 /* Ends the thread (after the statement under way, if any) and frees what it holds. */

@@ -160,9 +160,10 @@ function M.process(job)
     return ok, exc
 end
 
--- A job that no longer runs stays reserved, its attempt used: on Redis its
--- reservation ends now (the form's abandon), so that the next migrate puts it back
--- on its queue; on the database queue it waits for retry_after. Says which.
+-- A job that no longer runs stays reserved, its attempt used: its reservation ends
+-- now (the form's abandon), so that the next migrate (on Redis) or pop (on the
+-- database queue) takes it again; a form without one leaves it to retry_after.
+-- Says which.
 local function abandon(job)
     if not job.form.abandon then return "it stays reserved until retry_after, by Laravel's rules" end
     local ok, err = pcall(job.form.abandon, job)
