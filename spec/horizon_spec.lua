@@ -31,7 +31,10 @@ end }
 
 -- What Horizon's repositories report, read by PHP in the app: each list's jobs
 -- (name, status, queue, connection), the counts, the measured jobs and queues with
--- their throughput.
+-- their throughput; with the argument `snapshot`, then the snapshot the app's
+-- scheduled horizon:snapshot takes of those metrics (MetricsRepository::snapshot,
+-- which resets them), as the Metrics panel's charts read it: each snapshot's
+-- throughput, and whether it has a runtime (the two runtimes' own).
 local READ = [[<?php
 require __DIR__.'/bootstrap/autoload.php';
 $app = require __DIR__.'/bootstrap/app.php';
@@ -69,6 +72,17 @@ echo json_encode([
     })->all(),
     'tag_count' => $tags->count('App\Models\User:1'),
     'monitored' => $list($jobs->getJobs($monitoredIds)),
+    'snapshots' => ($argv[1] ?? '') !== 'snapshot' ? null : (function () use ($metrics, $measured) {
+        $metrics->snapshot();
+        $read = function ($found) {
+            return collect($found)->map(function ($s) {
+                return [$s->throughput, is_numeric($s->runtime) && $s->runtime >= 0];
+            })->all();
+        };
+        return ['jobs' => collect($measured)->mapWithKeys(function ($j) use ($metrics, $read) {
+            return [$j => $read($metrics->snapshotsForJob($j))];
+        })->all(), 'queue' => $read($metrics->snapshotsForQueue('default'))];
+    })(),
 ]);
 ]]
 
@@ -109,8 +123,8 @@ describe("luaworker work --horizon", function()
         php({ "artisan", "jobs:dispatch", "Releasing", "--args=[1, 0, 1]" })
     end
 
-    local function read()
-        return cjson.decode(php({ "read_horizon.php" }))
+    local function read(what)
+        return cjson.decode(php({ "read_horizon.php", what }))
     end
 
     it("keeps the records Horizon's repositories read as they read the app's own worker's", function()
@@ -120,14 +134,14 @@ describe("luaworker work --horizon", function()
         H.flush()
         dispatch_all()
         php({ "artisan", "queue:work", "--stop-when-empty", "--sleep=0" })
-        local by_php = read()
+        local by_php = read("snapshot")
 
         H.flush()
         dispatch_all()
         local r = H.run({ "work", "--horizon", "--stop-when-empty", "--sleep=0.05",
             "--handlers=" .. H.handlers(HANDLERS) })
         assert.are.equal(0, r.status, r.stderr)
-        local by_luaworker = read()
+        local by_luaworker = read("snapshot")
 
         assert.are.same(by_php, by_luaworker)
         -- and what they hold: two completed, one failed with its exception, the metrics
@@ -135,6 +149,9 @@ describe("luaworker work --horizon", function()
         assert.are.equal(2, #by_luaworker.completed)
         assert.are.same({ "App\\Jobs\\Releasing", "App\\Jobs\\Simple" }, by_luaworker.measured_jobs)
         assert.are.equal(2, by_luaworker.queue_throughput)
+        -- the Metrics panel's charts: a snapshot of each, throughput as counted
+        assert.are.same({ { "1", true } }, by_luaworker.snapshots.jobs["App\\Jobs\\Simple"])
+        assert.are.same({ { "2", true } }, by_luaworker.snapshots.queue)
     end)
 
     it("gives the jobs it pushes the payload and the record Horizon's queue gives a push", function()
