@@ -22,6 +22,13 @@ end }
 local luaworker = require "luaworker"
 return { handle = function(job, command) luaworker.dispatch("App\\Jobs\\WithModel", command) end }
 ]],
+    ["App/Jobs/Tagged.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    tags = function(command) return { "render", "video:" .. command.video, "render" } end,
+    handle = function(job, command) luaworker.dispatch("App\\Jobs\\Tagged", command) end,
+}
+]],
     ["App/Jobs/Releasing.lua"] = [[
 return { handle = function(job, command)
     if job:attempts() <= command.releaseTimes then job:release(command.releaseDelay) end
@@ -86,6 +93,38 @@ echo json_encode([
 ]);
 ]]
 
+-- A job class with its own tags(), in the app's copy; its handler's `tags` says the
+-- same (one tag twice: Tags::for keeps each once).
+local TAGGED = [[<?php
+namespace App\Jobs;
+
+use Illuminate\Bus\Queueable;
+use Illuminate\Contracts\Queue\ShouldQueue;
+use Illuminate\Foundation\Bus\Dispatchable;
+use Illuminate\Queue\InteractsWithQueue;
+
+class Tagged implements ShouldQueue
+{
+    use Dispatchable, InteractsWithQueue, Queueable;
+
+    public $video;
+
+    public function __construct($video = 5)
+    {
+        $this->video = $video;
+    }
+
+    public function tags()
+    {
+        return ['render', 'video:' . $this->video, 'render'];
+    }
+
+    public function handle()
+    {
+    }
+}
+]]
+
 describe("luaworker work --horizon", function()
     local app
 
@@ -105,6 +144,7 @@ describe("luaworker work --horizon", function()
         H.write_file(app .. "/config/app.php", (config:gsub("(App\\Providers\\EventServiceProvider::class,)",
             "%1\n        Laravel\\Horizon\\HorizonServiceProvider::class,", 1)))
         H.write_file(app .. "/read_horizon.php", READ)
+        H.write_file(app .. "/app/Jobs/Tagged.php", TAGGED)
     end)
 
     local function php(args)
@@ -192,6 +232,24 @@ describe("luaworker work --horizon", function()
         php({ "artisan", "jobs:dispatch", "WithModel" })
         local by_php = horizon_fields(H.r("LINDEX", list, 0))
         assert.are.equal('"type":"job","tags":["App\\\\Models\\\\User:1","App\\\\Models\\\\User:2"],"silenced":false', by_php)
+        local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) })
+        assert.are.equal(0, r.status, r.stderr)
+        assert.are.equal(by_php, horizon_fields(H.r("LINDEX", list, 0)))
+    end)
+
+    it("tags the jobs it pushes by their handler's tags, as Horizon's Tags::for by a class's own tags()",
+        function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local list = H.keys()
+        local function horizon_fields(text)
+            return text:match('("type":.*),"pushedAt"')
+        end
+        H.flush()
+        php({ "artisan", "jobs:dispatch", "Tagged" })
+        local by_php = horizon_fields(H.r("LINDEX", list, 0))
+        assert.are.equal('"type":"job","tags":["render","video:5"],"silenced":false', by_php)
         local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) })
         assert.are.equal(0, r.status, r.stderr)
         assert.are.equal(by_php, horizon_fields(H.r("LINDEX", list, 0)))

@@ -18,6 +18,7 @@
 ---@field serializes_models? boolean false for a class without SerializesModels
 ---@field interrupted? fun(job: luaworker.Job, command: table, signal: string) Laravel 13.31's Interruptible
 ---@field middleware? luaworker.Middleware[]|fun(job: luaworker.Job, command: table): luaworker.Middleware[] the job's middleware()
+---@field tags? fun(command: table): (string|number)[] the class's tags(), for Horizon's records of the jobs luaworker pushes
 
 ---An error value printed as "Class: message", as a PHP exception.
 ---@class luaworker.Exception

@@ -112,8 +112,9 @@ end
 -- serialized_job.declaration) with the declared defaults of those not given, in
 -- the declared order (else sorted by name), then the others sorted; properties of
 -- Laravel's job traits go where the version puts them when it is serialized.
--- Raises when a plain table has a key that is not a name.
-function M.command(class, properties, declared)
+-- tags: the class's own tags() for Horizon (horizon.tags_for), or nil. Raises when
+-- a plain table has a key that is not a name.
+function M.command(class, properties, declared, tags)
     local object
     if php.class(properties) then
         object = serialized_job.with_defaults(serialized_job.copy(properties), declared)
@@ -145,7 +146,7 @@ function M.command(class, properties, declared)
         object = php.select(php.object(class, plain, own), own, names)
         for _, k in ipairs(traits) do object[k] = values[k] end
     end
-    how_of[object] = { declared = declared, fill = true }
+    how_of[object] = { declared = declared, fill = true, tags = tags }
     return object
 end
 
@@ -191,7 +192,8 @@ end
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
 -- worker's connection; delay: seconds (to :delayed) or nil; how: how the version
 -- serializes it (serialized_job.serialize's; default: as M.command's object says,
--- else every member it has from 9.4 at their defaults left out). Returns the job id
+-- else every member it has from 9.4 at their defaults left out), with `tags`, the
+-- class's own tags() for Horizon (horizon.tags_for). Returns the job id
 -- (the payload's; on the database queue the row's).
 function M.push_command(command, q, delay, encrypt, how)
     local payload, id = M.command_payload(command, delay, encrypt, how)
@@ -203,7 +205,8 @@ end
 -- database queue).
 function M.command_payload(command, delay, encrypt, how)
     local class = php.class(command)
-    local text, err = serialized_job.serialize(command, how or how_of[command] or {})
+    how = how or how_of[command] or {}
+    local text, err = serialized_job.serialize(command, how)
     if not text then error("cannot serialize the job's properties: " .. err, 0) end
     if encrypt then text = encrypt_command(text) end
     local fields = {
@@ -213,7 +216,7 @@ function M.command_payload(command, delay, encrypt, how)
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
         deleteWhenMissingModels = value(command.deleteWhenMissingModels) == true, delay = delay,
-        tags = horizon.enabled() and horizon.tags_of(command) or nil,
+        tags = horizon.enabled() and horizon.tags_for(command, how.tags, class) or nil,
     }
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)

@@ -142,6 +142,31 @@ function M.tags_of(command)
     return tags
 end
 
+-- Horizon's Tags::for: the class's own tags() when it has one (explicit: a
+-- handler's `tags`, function(command) returning a list of strings or numbers: its
+-- values in order, each once; an empty one counts for none, as in PHP), else the
+-- models' (M.tags_of). Raises, naming class, for what is not such a list.
+function M.tags_for(command, explicit, class)
+    if explicit then
+        local list = explicit(command)
+        if type(list) ~= "table" then
+            error("the tags of " .. tostring(class) .. " (its handler's tags(command)): expected a list, got "
+                .. type(list), 0)
+        end
+        local tags, seen = {}, {}
+        for i = 1, #list do
+            local tag = list[i]
+            if type(tag) ~= "string" and type(tag) ~= "number" then
+                error(string.format("the tags of %s (its handler's tags(command)): expected strings or "
+                    .. "numbers, got %s at %d", tostring(class), type(tag), i), 0)
+            end
+            if not seen[tag] then seen[tag], tags[#tags + 1] = true, tag end
+        end
+        if #tags > 0 then return tags end
+    end
+    return M.tags_of(command)
+end
+
 -- JobPayload::determineType by the job's class.
 local TYPES = {
     ["Illuminate\\Broadcasting\\BroadcastEvent"] = "broadcast",

@@ -283,6 +283,20 @@ function M.declared(class)
         data = { commandName = class } })))
 end
 
+-- The `tags` of the handler of job class `class`, function(command) -> a list: what
+-- the PHP class's tags() gives Horizon for a job luaworker pushes; nil when it has
+-- none (or no usable handler). Raises for a `tags` that is not a function.
+function M.tags(class)
+    local handler, _, path = M.resolve({ displayName = class, job = payload_values.CALL_QUEUED_HANDLER,
+        data = { commandName = class } })
+    local tags = type(handler) == "table" and handler.tags or nil
+    if tags ~= nil and type(tags) ~= "function" then
+        error("the handler " .. tostring(path) .. ": tags must be a function(command) returning a list, got "
+            .. type(tags), 0)
+    end
+    return tags
+end
+
 -- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.
 function M.run_init()
     local path = dir .. "/init.lua"
