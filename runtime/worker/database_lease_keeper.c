@@ -12,6 +12,9 @@
 #include "lib/handles.h"
 #include "loop/system.h"
 
+/* Seconds a stop waits for the thread to end its statement under way. */
+#define STOP_WAIT 2
+
 /* The longest renewal statement: its parts and three numbers of 20 digits. */
 #define SQL_MAX 1024
 
@@ -39,7 +42,7 @@ struct due {
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int running, stop, waiting;
+    int running, stop, waiting, finished;
     pthread_t thread;
     struct sql_session *session;
     char *parts[DATABASE_LEASE_SQL_PARTS];
@@ -172,6 +175,8 @@ static void *run(void *arg)
         }
         wait_until(next);
     }
+    dk.finished = 1;
+    pthread_cond_broadcast(&dk.cv);  /* database_lease_keeper_stop waits for it */
     pthread_mutex_unlock(&dk.mu);
     free(list);
     return NULL;
@@ -221,7 +226,7 @@ int database_lease_keeper_start(struct sql_session *session,
     dk.session = session;
     dk.lease = lease;
     dk.retry_after = retry_after;
-    dk.stop = 0;
+    dk.stop = dk.finished = 0;
     /* signals are the vm thread's: none reaches this one */
     sigset_t all, old;
     sigfillset(&all);
@@ -310,11 +315,23 @@ void database_lease_keeper_stop(void)
     if (dk.running) {
         pthread_mutex_lock(&dk.mu);
         dk.stop = 1;
-        pthread_cond_signal(&dk.cv);
+        pthread_cond_broadcast(&dk.cv);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += STOP_WAIT;
+        while (!dk.finished && pthread_cond_timedwait(&dk.cv, &dk.mu, &until) != ETIMEDOUT) {
+        }
+        int finished = dk.finished;
         pthread_mutex_unlock(&dk.mu);
+        dk.running = 0;
+        if (!finished) {
+            /* a statement that waits on the database (its connect or its lock): the
+             * process ends without it, and leaves it what it uses */
+            pthread_detach(dk.thread);
+            return;
+        }
         pthread_join(dk.thread, NULL);
         pthread_cond_destroy(&dk.cv);
-        dk.running = 0;
         sql_session_free(dk.session);
         dk.session = NULL;
         free_parts();

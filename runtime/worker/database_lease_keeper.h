@@ -62,7 +62,9 @@ int database_lease_keeper_lapsed(int *handles, int max);
  * into buf; returns 0 when it did not fail. */
 int database_lease_keeper_error(char *buf, size_t len);
 
-/* Ends the thread (after the statement under way, if any) and frees what it holds. */
+/* Ends the thread and frees what it holds; for the end of the process. A statement
+ * under way is waited for up to 2 seconds; past that the thread is left to end with
+ * the process, with what it uses. */
 void database_lease_keeper_stop(void);
 
 #endif
