@@ -67,6 +67,32 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         return commits() - before
     end
 
+    it("renews a running job's lease again over a new connection once PostgreSQL restarts under it",
+        function()
+        pg.psql("delete from jobs")
+        H.flush()
+        local e = pg.env({ QUEUE_CONNECTION = "database" })
+        assert.are.equal(0, H.run({ "push", "App\\Jobs\\Simple", '{"n":"minute"}' }, { env = e }).status)
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch",
+            "--heartbeat=1", "--timeout=120" }, { env = e, group = true })
+        local ok, err = pcall(function()
+            H.wait_until(function()
+                return #H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1) == 1
+            end, 10, "the job's start")
+            pg.restart()
+            H.sleep(2)
+            local function reserved_at() return tonumber(pg.psql("select reserved_at from jobs"):match("%d+")) end
+            local before = reserved_at()
+            H.sleep(3)
+            local after = reserved_at()
+            assert.is_true(after - before >= 2, "not renewed since the restart: " .. before .. ", " .. after
+                .. "\n" .. w:stderr())
+        end)
+        w:kill_group("KILL")
+        w:wait()
+        if not ok then error(err, 0) end
+    end)
+
     it("pops a job per free slot of --concurrency in one statement: 40 jobs in a few commits", function()
         -- a pop a job would take 40 commits and more; 20 a pop: a handful
         local n = commits_for_40({ "--concurrency=20" })

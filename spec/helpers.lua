@@ -531,7 +531,7 @@ end
 -- nobody (H.as_nobody), in a directory of its own; TCP logins need the password,
 -- scram-sha-256): {port, dir, password, bin, env(extra) (the DB_ variables of its
 -- pgsql connection, with extra), psql(sql) (its output, through the trusted
--- socket), psql_command(sql) (the shell command that runs it), remove()}.
+-- socket), psql_command(sql) (the shell command that runs it), restart(), remove()}.
 function H.postgresql()
     local bin = (io.popen("ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1"):read("*l")
         or "/usr/lib/postgresql/bin") .. "/"
@@ -575,6 +575,11 @@ function H.postgresql()
         local out = p:read("*a")
         p:close()
         return out
+    end
+    -- Restarts the server (a fast shutdown: its connections are ended), with its options.
+    function pg.restart()
+        assert(os.execute(H.as_nobody(string.format("%spg_ctl -D %s/data -m fast -w restart", bin, pg.dir))
+            .. " >/dev/null 2>&1"))
     end
     function pg.remove()
         os.execute(H.as_nobody(string.format("%spg_ctl -D %s/data -m immediate stop", bin, pg.dir))
