@@ -350,19 +350,7 @@ function M.contract(server, it, before_each, assert)
             local php = H.spawn_artisan({ "queue:work", "database", "--sleep=0", "--tries=100" }, e)
             local trail = H.prefix .. "overlap:trail"
             local ok, err = pcall(function()
-                H.wait_until(function()
-                    local ends = 0
-                    for _, t in ipairs(H.r("LRANGE", trail, 0, -1)) do
-                        if t:match("^e ") then ends = ends + 1 end
-                    end
-                    return ends == 12
-                end, 60, "the 12 jobs")
-                local seen, by = {}, { lua = 0, php = 0 }
-                for _, r in ipairs(H.runs_without_overlap(H.r("LRANGE", trail, 0, -1))) do
-                    assert.is_nil(seen[r.n], "job " .. r.n .. " ran twice")
-                    seen[r.n] = true
-                    by[r.by] = by[r.by] + 1
-                end
+                local _, by = H.overlap_runs(trail, 12, 60)
                 assert.are.equal(12, by.lua + by.php)
                 assert.is_true(by.lua > 0 and by.php > 0, cjson.encode(by))
                 H.wait_until(function() return count() == 0 end, 10, "the last rows' deletes")

@@ -374,6 +374,26 @@ function H.artisan(args, env)
     return text
 end
 
+-- Waits up to `seconds` for n runs to have ended on the overlap trail at key (see
+-- H.runs_without_overlap), then returns its runs, each once, by runtime: runs,
+-- {lua =, php =}. Raises when one overlapped another or ran twice.
+function H.overlap_runs(key, n, seconds)
+    H.wait_until(function()
+        local ends = 0
+        for _, e in ipairs(H.r("LRANGE", key, 0, -1)) do
+            if e:match("^e ") then ends = ends + 1 end
+        end
+        return ends == n
+    end, seconds, "the " .. n .. " jobs")
+    local runs, seen, by = H.runs_without_overlap(H.r("LRANGE", key, 0, -1)), {}, { lua = 0, php = 0 }
+    for _, r in ipairs(runs) do
+        assert(not seen[r.n], "job " .. r.n .. " ran twice")
+        seen[r.n] = true
+        by[r.by] = by[r.by] + 1
+    end
+    return runs, by
+end
+
 -- The runs on an overlap trail (a list of "s <n> <by>" as a run starts and "e <n>
 -- <by>" as it ends, examples/laravel's App\Jobs\Overlapping and its Lua twin):
 -- {n =, by =} in order of their start; raises when one started while another was

@@ -190,6 +190,64 @@ return { handle = function(job, command)
 end }
 ]]
 
+-- Leases beside Laravel 12's worker (worker/lease_keeper.h,
+-- worker/database_lease_keeper.h), on the queue of opts.connection (nil: the app's
+-- redis one; "database"), with busted's assert: a job of 15 s at a retry_after of 5
+-- (the environment opts.short, the luaworker options opts.short_args) runs once
+-- while Laravel 12's queue:work and a second luaworker poll the queue; then in a job
+-- of 60 s at --heartbeat=1, the luaworker group killed with kill -9 leaves the job to
+-- Laravel 12's worker within 5 s, as its attempt 2. opts.env: the environment of
+-- both; opts.left(): how many jobs are left (queued or reserved), 0 after the first.
+function L12.leases(assert, opts)
+    local connection = opts.connection and { opts.connection } or {}
+    local function leased(seconds, extra, args, fn)
+        local e = {}
+        for k, v in pairs(opts.env) do e[k] = v end
+        for k, v in pairs(extra) do e[k] = v end
+        L12.php("App\\Jobs\\Recorded::dispatch('lease', '" .. seconds .. "');", e)
+        local full = { "work", "--laravel=" .. L12.VERSION, "--sleep=0.2", "--no-watch",
+            "--handlers=" .. H.handlers({ ["App/Jobs/Recorded.lua"] = L12.LONG_LUA }) }
+        for _, a in ipairs(connection) do full[#full + 1] = a end
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        local w = H.spawn(full, { env = e, group = true })
+        local others = {}
+        local ok, err = pcall(fn, w, e, full, others)
+        if not w:status() then w:kill_group("KILL") end
+        for _, o in ipairs(others) do o:stop() end
+        if not ok then error(err, 0) end
+    end
+    local function php_worker(e, args)
+        local full = { "queue:work" }
+        for _, a in ipairs(connection) do full[#full + 1] = a end
+        for _, a in ipairs(args) do full[#full + 1] = a end
+        return L12.spawn_artisan(full, e)
+    end
+    local short_args = { "--timeout=60" }
+    for _, a in ipairs(opts.short_args or {}) do short_args[#short_args + 1] = a end
+    leased(15, opts.short, short_args, function(w, e, full, others)
+        H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
+        local php = php_worker(e, { "--sleep=1", "--max-time=18" })
+        others[1] = H.spawn(full, { env = e })
+        H.wait_until(function() return H.r("LLEN", H.prefix .. "spec:ended") == 1 end, 40, "the job's end")
+        local done = php.wait(40)
+        assert.are.equal(0, done.status, done.stdout .. done.stderr)
+        assert.are.same({ { by = "lua", tag = "lease", attempt = 1 } }, L12.runs(), w:stderr())
+        assert.are.equal(0, opts.left())
+    end)
+    H.flush()
+    leased(60, {}, { "--timeout=120", "--heartbeat=1" }, function(w, e)
+        H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
+        H.sleep(2.5)
+        w:kill_group("KILL")
+        local killed = os.time()
+        local php = php_worker(e, { "--sleep=0.2", "--max-time=12" })
+        H.wait_until(function() return #L12.runs() == 2 end, 15, "Laravel 12's worker to run the job")
+        assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
+        assert.are.same({ by = "php", tag = "lease", attempt = 2 }, L12.runs()[2])
+        php.wait(30)
+    end)
+end
+
 -- The runs App\Jobs\Recorded recorded, oldest first: {by =, tag =, attempt =}.
 function L12.runs()
     local out = {}

@@ -199,55 +199,15 @@ for ($i = 1; $i <= 40; $i++) {
         assert.are.equal("0", server.sql("select count(*) from jobs"):match("%d+"))
     end
 
-    -- Leases beside Laravel 12's worker on the jobs table of server {env(), sql(text)}:
-    -- a job of `seconds` dispatched by the app, a luaworker spawned on it with args
-    -- (its process group its own) and extra environment; fn(worker, env) then, the
-    -- worker stopped after it however fn ends.
-    local function leased(server, seconds, args, extra, fn)
+    -- Leases beside Laravel 12's worker (L12.leases) on the jobs table of server
+    -- {env(), sql(text)}.
+    local function leases(server)
         local e = env()
         for k, v in pairs(server.env()) do e[k] = v end
-        for k, v in pairs(extra) do e[k] = v end
         e.QUEUE_FAILED_DRIVER = "null"
         server.sql("delete from jobs")
-        L12.php("App\\Jobs\\Recorded::dispatch('lease', '" .. seconds .. "');", e)
-        local full = { "work", "database", "--laravel=" .. L12.VERSION, "--sleep=0.2", "--no-watch",
-            "--handlers=" .. H.handlers({ ["App/Jobs/Recorded.lua"] = L12.LONG_LUA }) }
-        for _, a in ipairs(args) do full[#full + 1] = a end
-        local w = H.spawn(full, { env = e, group = true })
-        local others = {}
-        local ok, err = pcall(fn, w, e, full, others)
-        if not w:status() then w:kill_group("KILL") end
-        for _, o in ipairs(others) do o:stop() end
-        if not ok then error(err, 0) end
-    end
-
-    -- A job of 15 s at retry_after 5 runs once while Laravel 12's queue:work and a
-    -- second luaworker poll its table; then its worker group, killed with kill -9 in
-    -- a job of 60 s at --heartbeat=1, leaves it to Laravel 12's worker within 5 s,
-    -- as its attempt 2.
-    local function leases(server)
-        leased(server, 15, { "--timeout=60" }, { DB_QUEUE_RETRY_AFTER = "5" }, function(w, e, full, others)
-            H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
-            local php = L12.spawn_artisan({ "queue:work", "database", "--sleep=1", "--max-time=18" }, e)
-            others[1] = H.spawn(full, { env = e })
-            H.wait_until(function() return H.r("LLEN", H.prefix .. "spec:ended") == 1 end, 40, "the job's end")
-            local done = php.wait(40)
-            assert.are.equal(0, done.status, done.stdout .. done.stderr)
-            assert.are.same({ { by = "lua", tag = "lease", attempt = 1 } }, L12.runs(), w:stderr())
-            assert.are.equal("0", server.sql("select count(*) from jobs"):match("%d+"))
-        end)
-        H.flush()
-        leased(server, 60, { "--timeout=120", "--heartbeat=1" }, {}, function(w, e)
-            H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
-            H.sleep(2.5)
-            w:kill_group("KILL")
-            local killed = os.time()
-            local php = L12.spawn_artisan({ "queue:work", "database", "--sleep=0.2", "--max-time=12" }, e)
-            H.wait_until(function() return #L12.runs() == 2 end, 15, "Laravel 12's worker to run the job")
-            assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
-            assert.are.same({ by = "php", tag = "lease", attempt = 2 }, L12.runs()[2])
-            php.wait(30)
-        end)
+        L12.leases(assert, { connection = "database", env = e, short = { DB_QUEUE_RETRY_AFTER = "5" },
+            left = function() return tonumber(server.sql("select count(*) from jobs"):match("%d+")) end })
     end
 
     describe("on PostgreSQL", function()

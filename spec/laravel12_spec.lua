@@ -106,50 +106,11 @@ describe("luaworker beside a real Laravel 12 worker", function()
         assert.are.same({ 0, 0 }, { H.r("ZCARD", QUEUE .. ":delayed"), H.r("LLEN", QUEUE) })
     end)
 
-    -- Leases (worker/lease_keeper.h) with Laravel 12's worker on the queue: a luaworker
-    -- spawned on a job of `seconds` the app dispatched, its process group its own,
-    -- with args; fn(worker, env, args) then, the worker and those fn adds to others
-    -- stopped after it however it ends.
-    local function leased(seconds, args, fn)
-        local e = L12.env({ REDIS_QUEUE_RETRY_AFTER = "5", DB_DATABASE = database })
-        dispatch("App\\Jobs\\Recorded::dispatch('lease', '" .. seconds .. "');")
-        local full = { "work", "--laravel=" .. L12.VERSION, "--sleep=0.2", "--no-watch", "--retry-after=5",
-            "--handlers=" .. H.handlers({ ["App/Jobs/Recorded.lua"] = L12.LONG_LUA }) }
-        for _, a in ipairs(args) do full[#full + 1] = a end
-        local w = H.spawn(full, { env = e, group = true })
-        local others = {}
-        local ok, err = pcall(fn, w, e, full, others)
-        if not w:status() then w:kill_group("KILL") end
-        for _, o in ipairs(others) do o:stop() end
-        if not ok then error(err, 0) end
-    end
-
     it("keeps a long job's lease while Laravel 12's queue:work polls, and leaves it to that worker within "
         .. "seconds once the luaworker group is killed", function()
-        -- 15 s at retry_after 5: run once, with Laravel 12's worker and a second luaworker polling
-        leased(15, { "--timeout=60" }, function(w, e, full, others)
-            H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
-            local php = L12.spawn_artisan({ "queue:work", "--sleep=1", "--max-time=18" }, e)
-            others[1] = H.spawn(full, { env = e })
-            H.wait_until(function() return H.r("LLEN", H.prefix .. "spec:ended") == 1 end, 40, "the job's end")
-            local done = php.wait(40)
-            assert.are.equal(0, done.status, done.stdout .. done.stderr)
-            assert.are.same({ { by = "lua", tag = "lease", attempt = 1 } }, L12.runs(), w:stderr())
-            assert.are.equal(0, H.r("ZCARD", QUEUE .. ":reserved"))
-        end)
-        H.flush()
-        -- 60 s at --heartbeat=1, the group killed: Laravel 12's worker runs it within 5 s
-        leased(60, { "--timeout=120", "--heartbeat=1" }, function(w, e)
-            H.wait_until(function() return #L12.runs() == 1 end, 20, "the job's start")
-            H.sleep(2.5)
-            w:kill_group("KILL")
-            local killed = os.time()
-            local php = L12.spawn_artisan({ "queue:work", "--sleep=0.2", "--max-time=12" }, e)
-            H.wait_until(function() return #L12.runs() == 2 end, 15, "Laravel 12's worker to run the job")
-            assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
-            assert.are.same({ by = "php", tag = "lease", attempt = 2 }, L12.runs()[2])
-            php.wait(30)
-        end)
+        L12.leases(assert, { env = L12.env({ DB_DATABASE = database }), short = { REDIS_QUEUE_RETRY_AFTER = "5" },
+            short_args = { "--retry-after=5" },
+            left = function() return H.r("ZCARD", QUEUE .. ":reserved") + H.r("LLEN", QUEUE) end })
     end)
 
     it("shares a queue with Laravel 12's worker: 600 jobs, some released, each run to its end "

@@ -31,19 +31,7 @@ describe("job middleware", function()
         work(H.root .. "/spec/fixtures/middleware_handlers", { "--processes=2", "--concurrency=4" })
         fleet.artisan({ "queue:work", "--sleep=0", "--tries=100" })
         fleet.artisan({ "queue:work", "--sleep=0", "--tries=100" })
-        H.wait_until(function()
-            local ends = 0
-            for _, e in ipairs(H.r("LRANGE", TRAIL, 0, -1)) do
-                if e:match("^e ") then ends = ends + 1 end
-            end
-            return ends == 16
-        end, 60, "the 16 jobs")
-        local runs, seen, by = runs_without_overlap(), {}, { lua = 0, php = 0 }
-        for _, r in ipairs(runs) do
-            assert.is_nil(seen[r.n], "job " .. r.n .. " ran twice")
-            seen[r.n] = true
-            by[r.by] = by[r.by] + 1
-        end
+        local runs, by = H.overlap_runs(TRAIL, 16, 60)
         assert.are.equal(16, #runs)
         assert.is_true(by.lua > 0, cjson.encode(by))
         assert.are.equal(0, H.r("EXISTS", LOCK))
