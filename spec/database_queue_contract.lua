@@ -298,6 +298,36 @@ function M.contract(server, it, before_each, assert)
         end)
 
 
+        it("counts RateLimited's hits in the app's database cache store with PHP's queue:work by turns: 3 a "
+            .. "minute in all, the rest released until its timer ends", function()
+            server.sql("delete from cache")
+            local e = env({ CACHE_DRIVER = "database" })
+            local function turn(n, run)
+                H.artisan({ "jobs:dispatch", "Limited", "--connection=database", "--count=2",
+                    "--args=" .. cjson.encode({ n = "t" .. n, redis = false }) }, e)
+                run()
+            end
+            local function lua()
+                local r = H.run({ "work", "database", "--handlers=spec/fixtures/middleware_handlers", "--sleep=0.05",
+                    "--stop-when-empty", "--tries=100" }, { env = e })
+                assert.are.equal(0, r.status, r.stderr)
+            end
+            turn(1, lua)
+            turn(2, function() H.artisan({ "queue:work", "database", "--stop-when-empty", "--tries=100" }, e) end)
+            turn(3, lua)
+            local ran = {}
+            for i, r in ipairs(H.r("LRANGE", H.prefix .. "limited:runs", 0, -1)) do ran[i] = r:match("^(%S+ %a+)") end
+            assert.are.same({ "t1 lua", "t1 lua", "t2 php" }, ran)
+            -- the other three wait for the limiter's timer (a minute) plus 3 s, their rows released
+            assert.are.equal(3, count("reserved_at is null and available_at > " .. (os.time() + 40)))
+            local f = io.popen("printf %s paymentsacme | md5sum")
+            local key = "laravel_cache" .. f:read("*a"):match("%x+")
+            f:close()
+            local rows = server.sql("select a.value, b." .. server.key_column .. " from cache a, cache b where a."
+                .. server.key_column .. " = '" .. key .. "' and b." .. server.key_column .. " = '" .. key .. ":timer'")
+            assert.are.equal("i:3;|" .. key .. ":timer\n", rows)
+        end)
+
         it("releases a unique job's lock in the app's database cache store once it ran", function()
             server.sql("delete from cache_locks")
             local e = env({ CACHE_DRIVER = "database" })
