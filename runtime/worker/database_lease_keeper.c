@@ -43,6 +43,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int running, stop, waiting, finished;
+    double wake_at;       /* while waiting: when the thread wakes (system_clock) */
     pthread_t thread;
     struct sql_session *session;
     char *parts[DATABASE_LEASE_SQL_PARTS];
@@ -146,6 +147,7 @@ static void wait_until(double until)
         ts.tv_nsec -= 1000000000L;
     }
     dk.waiting = 1;
+    dk.wake_at = until;
     pthread_cond_timedwait(&dk.cv, &dk.mu, &ts);
     dk.waiting = 0;
 }
@@ -261,8 +263,8 @@ int database_lease_keeper_hold(long long id, long long attempts, double expires_
         first = left > 0 ? left / 2 : 0;
     *j = (struct held){.used = 1, .gen = j->gen + 1, .id = id, .attempts = attempts,
                        .expires = expires_wall, .renew_at = system_clock() + first};
-    if (dk.waiting)
-        pthread_cond_signal(&dk.cv);  /* its first renewal may come before the wait's end */
+    if (dk.waiting && j->renew_at < dk.wake_at)
+        pthread_cond_signal(&dk.cv);  /* its first renewal comes before the wait's end */
     pthread_mutex_unlock(&dk.mu);
     return handle;
 }
