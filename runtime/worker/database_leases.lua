@@ -5,9 +5,9 @@
 -- (two heartbeats, or retry_after when less). No worker, PHP's or luaworker's,
 -- takes it again while this one lives, however long it runs and whether or not its
 -- handler yields; once the process is gone, the job comes back within a lease, its
--- attempt counted. A job shorter than a quarter lease costs nothing. A lease that ran out before a
--- renewal was confirmed (the database out of reach that long) is said once, naming
--- the job: it may run twice.
+-- attempt counted. A job shorter than a quarter lease costs nothing. A lease that
+-- ran out before a renewal was confirmed (the database out of reach that long) is
+-- said once, naming the job: it may run twice.
 local host = require "luaworker.host"
 local output = require "luaworker.worker.output"
 local periodic = require "luaworker.base.periodic"

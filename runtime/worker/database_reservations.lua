@@ -9,8 +9,8 @@
 -- not started are given back, their attempts uncounted.
 --
 -- A job in flight keeps its reservation, renewed while it runs by a thread of the
--- worker (worker/database_leases.lua). A job whose worker died comes back within
--- two heartbeats, when its lease runs out: the next pop takes it again, its attempt
+-- worker (worker/database_leases.lua). A job whose worker died comes back within a
+-- lease (two heartbeats, or retry_after when less): the next pop takes it, its attempt
 -- counted, by Laravel's own rules. The one that had the CPU when its process was
 -- killed for its timeout, or crashed, first gets Laravel's rules for that from the
 -- worker that replaces it (the supervisor names its row), and so does a job
@@ -28,9 +28,9 @@
 -- a job, a slot, a hook or a cache read, holds or stops) it is written in the next
 -- turn, in a task of its own: a finished job's row never outlives its reservation
 -- while its worker lives. A worker that dies in between leaves such a job reserved,
--- to run again once its reservation expires (retry_after after its pop, or two
--- heartbeats after its lease's last renewal), as a Redis worker that dies before
--- its delete is written.
+-- to run again once its reservation expires (retry_after after its pop, or a lease
+-- after its last renewal), as a Redis worker that dies before its delete is
+-- written.
 --
 -- A database that cannot be reached (luaworker.db's lost connection: down, restarting)
 -- is waited out, said once when it starts and once when it ends: a pop, a delete or
