@@ -61,6 +61,9 @@ local function store()
     return stores[name]
 end
 
+-- An integer as PHP serializes it, as the stores outside Redis keep it.
+local function serialized(n) return string.format("i:%d;", n) end
+
 -- How long Laravel's maxExceptions counters live (seconds), as Worker's cache put.
 local EXCEPTIONS_TTL = 86400
 
@@ -92,7 +95,7 @@ end
 function M.signal_restart(now)
     local s = store()
     if s then
-        s:forever("illuminate:queue:restart", string.format("i:%d;", now))
+        s:forever("illuminate:queue:restart", serialized(now))
         return true
     end
     redis.call("cache", "SET", M.restart_key(), now)
@@ -182,8 +185,6 @@ local redis_numbers = {
 }
 
 local numbers_of = {}  -- store -> its numbers, made once
-
-local function serialized(n) return string.format("i:%d;", n) end
 
 function M.numbers()
     local s = store()

@@ -8,6 +8,7 @@
 -- value is the owner.
 local host = require "luaworker.host"
 local settings = require "luaworker.base.settings"
+local php_json = require "luaworker.php.json"
 
 local M = {}
 
@@ -61,16 +62,21 @@ local function write(self, key, serialized, expires)
     if not ok then error("file cache store: " .. err, 0) end
 end
 
+-- FileStore::expiration: the Unix second an item stored for seconds expires at
+-- (0: for ever).
+local function expiration(seconds)
+    return seconds == 0 and FOREVER or math.min(FOREVER, host.now() + seconds)
+end
+
 function Store:put(key, serialized, seconds)
-    write(self, key, serialized, seconds == 0 and FOREVER or math.min(FOREVER, host.now() + seconds))
+    write(self, key, serialized, expiration(seconds))
 end
 
 -- FileStore::add (8.15+): serialized stored for seconds (0: for ever) when the item
 -- is not there or expired, the file flock'ed meanwhile (host.cache_add), so that of
 -- two processes one adds it. Returns whether it was stored; raises naming the file.
 function Store:add(key, serialized, seconds)
-    local expires = seconds > 0 and math.min(FOREVER, host.now() + seconds) or FOREVER
-    local added, err = host.cache_add(self:path(key), expires, serialized)
+    local added, err = host.cache_add(self:path(key), expiration(seconds), serialized)
     if added == nil then error("file cache store: " .. err, 0) end
     return added
 end
@@ -92,15 +98,20 @@ function Store:forget(key)
     os.remove(self:path(key))
 end
 
+-- The item of the lock named key: 12.36+'s FileLock names it file-store-lock:<key>.
+local function lock_key(key)
+    return settings.laravel_at_least(12, 36) and "file-store-lock:" .. key or key
+end
+
 -- The file store's lock: CacheLock::acquire, the store's add when the lock
 -- expires, else (no expiry) its get then forever, not atomic between processes, as
 -- in Laravel; 12.36+ FileLock, file-store-lock:<key> and always the add. Returns
 -- whether owner holds it now.
 function Store:acquire_lock(key, seconds, owner)
-    local file_lock = settings.laravel_at_least(12, 36)
-    if file_lock then key = "file-store-lock:" .. key end
-    local serialized = string.format('s:%d:"%s";', #owner, owner)
-    if file_lock or seconds > 0 then return self:add(key, serialized, seconds) end
+    local serialized = php_json.string(owner)
+    if settings.laravel_at_least(12, 36) or seconds > 0 then
+        return self:add(lock_key(key), serialized, seconds)
+    end
     if self:get(key) ~= nil then return false end
     self:forever(key, serialized)
     return true
@@ -109,8 +120,8 @@ end
 -- CacheLock's release (while owner holds it: the item's value, serialized) or
 -- forceRelease (owner nil).
 function Store:release_lock(key, owner)
-    if settings.laravel_at_least(12, 36) then key = "file-store-lock:" .. key end
-    if owner and self:get(key) ~= string.format('s:%d:"%s";', #owner, owner) then return end
+    key = lock_key(key)
+    if owner and self:get(key) ~= php_json.string(owner) then return end
     self:forget(key)
 end
 
