@@ -179,11 +179,8 @@ end
 local function option(fn, opts, name, default, least)
     local v = opts[name]
     if v == nil then v = default end
-    if type(v) ~= "number" or v < least or v ~= math.floor(v) then
-        error(string.format("luaworker.%s: %s = %s: expected a whole number from %d", fn, name,
-            tostring(v), least), 3)
-    end
-    return v
+    local checked = values.whole("luaworker." .. fn, name, v, least, 4)  -- (no tail call: level 4 is the user's)
+    return checked
 end
 
 -- Runs what a limit let through: fn's results; or, held back, opts.fallback() and false.

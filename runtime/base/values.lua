@@ -62,4 +62,15 @@ function M.is_exception(v)
     return getmetatable(v) == Exception
 end
 
+-- Checks an option given as a whole number: v, named name, of what (a function's
+-- name, for the message), from least up. Returns v; raises "<what>: <name> = <v>:
+-- expected a whole number from <least>" at level (as error's, counted from here).
+function M.whole(what, name, v, least, level)
+    if type(v) ~= "number" or v < least or v ~= math.floor(v) then
+        error(string.format("%s: %s = %s: expected a whole number from %d", what, name, tostring(v), least),
+            level)
+    end
+    return v
+end
+
 return M

@@ -82,15 +82,13 @@ end
 local function whole(what, opts, name, default, least)
     local v = opts[name]
     if v == nil then return default end
-    if type(v) ~= "number" or v < least or v ~= math.floor(v) then
-        error(string.format("%s: %s = %s: expected a whole number from %d", what, name, tostring(v),
-            least), 4)
-    end
-    return v
+    local checked = values.whole(what, name, v, least, 5)  -- (no tail calls: level 5 is the user's)
+    return checked
 end
 
 local function seconds(opts, name, default)
-    return whole("without_overlapping", opts, name, default, 0)
+    local checked = whole("without_overlapping", opts, name, default, 0)
+    return checked
 end
 
 function M.without_overlapping(key, opts)
