@@ -24,9 +24,7 @@ local held = {}   -- handle -> the job in flight whose lease it is
 -- Says once that job's lease ran out while it ran.
 local function say_lapse(job)
     local why = host.database_lease_error()
-    output.error(string.format("could not renew the reservation of %s (attempt %s) before it "
-        .. "expired (the database out of reach%s): another worker may run it too",
-        output.job_name(job), job:attempts(), why and ": " .. why or ""), job)
+    output.lease_lapsed(job, "the database out of reach" .. (why and ": " .. why or ""))
 end
 
 -- Starts the renewals of the reservations of jobs_table (a database_queue), over a

@@ -2,9 +2,9 @@
 -- FakeJob (withFakeQueueInteractions): a worker/job.lua job whose form keeps what
 -- its run does where the worker's forms write it: the delete, the release and its
 -- delay, the failure and its exception, the unique locks released, what its batch
--- was told, the limit middleware it passed (each lets it through). `luaworker run` and luaworker.testing run it through
--- worker/process.lua, the worker's own rules (attempts, backoff, maxExceptions,
--- failed(), the hooks).
+-- was told, the limit middleware it passed (each lets it through). `luaworker run`
+-- and luaworker.testing run it through worker/process.lua, the worker's own rules
+-- (attempts, backoff, maxExceptions, failed(), the hooks).
 local cjson = require "cjson"
 local jobs = require "luaworker.worker.job"
 local values = require "luaworker.base.values"
@@ -14,8 +14,9 @@ local M = {}
 local decode = cjson.new().decode
 
 -- What the run of job did, kept on it: job.fake = { deleted = bool, released =
--- delay or nil, kept_attempts = true when that release gave its attempt back, failed = exception_info or nil (fail.lua's: class, message, text,
--- value), unique_locks = { key... }, batch = { { "successful" | "failed", id }... },
+-- delay or nil, kept_attempts = true when that release gave its attempt back,
+-- failed = exception_info or nil (fail.lua's: class, message, text, value),
+-- unique_locks = { key... }, batch = { { "successful" | "failed", id }... },
 -- exceptions = the count maxExceptions compares, middleware = { name... }: Laravel's
 -- middleware the handler lists, each letting the job through without touching its
 -- store }: form_of(options, fake).

@@ -69,6 +69,13 @@ function M.job_name(job)
     return M.text(job:name() or "")
 end
 
+-- Says that job's lease lapsed: its reservation expired before a renewal was
+-- confirmed (why: what could not be reached), so another worker may run it too.
+function M.lease_lapsed(job, why)
+    M.error(string.format("could not renew the reservation of %s (attempt %s) before it expired (%s): "
+        .. "another worker may run it too", M.job_name(job), job:attempts(), why), job)
+end
+
 -- print() for handlers: a line, written at once (a worker killed for a timeout
 -- loses none of it), on stdout, or on stderr with --json (stdout holds only the
 -- JSON lines then).

@@ -214,9 +214,7 @@ end
 -- Says that job's lease lapsed: Redis did not confirm a renewal before its
 -- reservation expired, so another worker may have taken it (see lease_keeper.h).
 report_lapse = function(job)
-    output.error(string.format("could not renew the reservation of %s (attempt %s) before it "
-        .. "expired (Redis out of reach): another worker may run it too", output.job_name(job),
-        job:attempts()), job)
+    output.lease_lapsed(job, "Redis out of reach")
 end
 
 -- Has the lease of job, which starts, renewed while it runs (lease_keeper.h).
