@@ -149,7 +149,8 @@ function M.dispatch(class, properties, options)
     if properties ~= nil and php.class(properties) and php.class(properties) ~= class then
         error("luaworker.dispatch: properties are an object of class " .. php.class(properties), 2)
     end
-    local command = dispatch.command(class, properties or {}, handlers.declared(class), handlers.tags(class))
+    local command = dispatch.command(class, properties or {}, handlers.declared(class),
+        handlers.horizon(class))
     if options.queue then command.queue = options.queue end
     if options.connection then command.connection = options.connection end
     if delay and delay > 0 then command.delay = delay end

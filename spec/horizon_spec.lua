@@ -29,6 +29,15 @@ return {
     handle = function(job, command) luaworker.dispatch("App\\Jobs\\Tagged", command) end,
 }
 ]],
+    ["App/Jobs/Quiet.lua"] = [[
+local luaworker = require "luaworker"
+return {
+    silenced = true,
+    handle = function(job, command)
+        if command.again then luaworker.dispatch("App\\Jobs\\Quiet", { again = false }) end
+    end,
+}
+]],
     ["App/Jobs/Releasing.lua"] = [[
 return { handle = function(job, command)
     if job:attempts() <= command.releaseTimes then job:release(command.releaseDelay) end
@@ -66,8 +75,9 @@ echo json_encode([
     'completed' => $list($jobs->getCompleted()),
     'failed' => $list($jobs->getFailed()),
     'pending' => $list($jobs->getPending()),
+    'silenced' => $list($jobs->getSilenced()),
     'counts' => [$jobs->countRecent(), $jobs->countCompleted(), $jobs->countFailed(),
-        $jobs->countPending(), $jobs->countRecentlyFailed()],
+        $jobs->countPending(), $jobs->countRecentlyFailed(), $jobs->countSilenced()],
     'measured_jobs' => $measured,
     'measured_queues' => collect($metrics->measuredQueues())->sort()->values()->all(),
     'throughput' => collect($measured)->mapWithKeys(function ($j) use ($metrics) {
@@ -125,6 +135,33 @@ class Tagged implements ShouldQueue
 }
 ]]
 
+-- A job class Horizon silences (its handler says silenced = true).
+local QUIET = [[<?php
+namespace App\Jobs;
+
+use Illuminate\Bus\Queueable;
+use Illuminate\Contracts\Queue\ShouldQueue;
+use Illuminate\Foundation\Bus\Dispatchable;
+use Illuminate\Queue\InteractsWithQueue;
+use Laravel\Horizon\Contracts\Silenced;
+
+class Quiet implements ShouldQueue, Silenced
+{
+    use Dispatchable, InteractsWithQueue, Queueable;
+
+    public $again;
+
+    public function __construct($again = false)
+    {
+        $this->again = $again;
+    }
+
+    public function handle()
+    {
+    }
+}
+]]
+
 describe("luaworker work --horizon", function()
     local app
 
@@ -145,10 +182,20 @@ describe("luaworker work --horizon", function()
             "%1\n        Laravel\\Horizon\\HorizonServiceProvider::class,", 1)))
         H.write_file(app .. "/read_horizon.php", READ)
         H.write_file(app .. "/app/Jobs/Tagged.php", TAGGED)
+        H.write_file(app .. "/app/Jobs/Quiet.php", QUIET)
+        -- config('horizon.silenced') from HORIZON_SILENCED, as luaworker reads it
+        local horizon_config = H.read_file(app .. "/config/horizon.php")
+        local silenced_config, found = horizon_config:gsub("'silenced' => %[",
+            "'silenced' => array_filter(array_map('trim', explode(',', (string) env('HORIZON_SILENCED')))), 'unread' => [", 1)
+        assert(found == 1, "config/horizon.php has no 'silenced'")
+        H.write_file(app .. "/config/horizon.php", silenced_config)
     end)
 
-    local function php(args)
-        local words = { "cd", H.quote(app), "&&", "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port, "php" }
+    -- (env: more variables, name -> value)
+    local function php(args, env)
+        local words = { "cd", H.quote(app), "&&", "env", "REDIS_HOST=127.0.0.1", "REDIS_PORT=" .. H.port }
+        for name, value in pairs(env or {}) do words[#words + 1] = H.quote(name .. "=" .. value) end
+        words[#words + 1] = "php"
         for _, a in ipairs(args) do words[#words + 1] = H.quote(a) end
         local p = io.popen(table.concat(words, " ") .. " 2>&1")
         local out = p:read("*a")
@@ -223,15 +270,16 @@ describe("luaworker work --horizon", function()
     -- The Horizon fields (type, tags, silenced) of the job the app pushes of class
     -- (jobs:dispatch's name), and of the one luaworker pushes as it runs that job (its
     -- handler dispatches it again).
-    local function pushed_fields(class)
+    -- (args: jobs:dispatch's --args, or nil; env: both workers' more variables)
+    local function pushed_fields(class, args, env)
         local list = H.keys()
         local function horizon_fields(text)
             return text:match('("type":.*),"pushedAt"')
         end
         H.flush()
-        php({ "artisan", "jobs:dispatch", class })
+        php({ "artisan", "jobs:dispatch", class, args and ("--args=" .. args) or nil }, env)
         local by_php = horizon_fields(H.r("LINDEX", list, 0))
-        local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) })
+        local r = H.run({ "work", "--horizon", "--once", "--handlers=" .. H.handlers(HANDLERS) }, { env = env })
         assert.are.equal(0, r.status, r.stderr)
         return by_php, horizon_fields(H.r("LINDEX", list, 0))
     end
@@ -253,6 +301,51 @@ describe("luaworker work --horizon", function()
         local by_php, by_luaworker = pushed_fields("Tagged")
         assert.are.equal('"type":"job","tags":["render","video:5"],"silenced":false', by_php)
         assert.are.equal(by_php, by_luaworker)
+    end)
+
+    it("silences the jobs it pushes as Horizon's JobPayload: a Silenced class by its handler's silenced, "
+        .. "a class HORIZON_SILENCED names (config horizon.silenced)", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local by_php, by_luaworker = pushed_fields("Quiet", "[true]")
+        assert.are.equal('"type":"job","tags":[],"silenced":true', by_php)
+        assert.are.equal(by_php, by_luaworker)
+        local env = { HORIZON_SILENCED = "App\\Jobs\\Tagged, App\\Jobs\\Simple" }
+        by_php, by_luaworker = pushed_fields("Simple", '["dispatch"]', env)
+        assert.are.equal('"type":"job","tags":[],"silenced":true', by_php)
+        assert.are.equal(by_php, by_luaworker)
+        -- and not another class
+        by_php, by_luaworker = pushed_fields("Simple", '["dispatch"]', { HORIZON_SILENCED = "App\\Jobs\\Simpler" })
+        assert.are.equal('"type":"job","tags":[],"silenced":false', by_php)
+        assert.are.equal(by_php, by_luaworker)
+    end)
+
+    it("lists the silenced jobs it runs among Horizon's silenced jobs, not the completed, as the app's "
+        .. "worker does", function()
+        if not app then
+            return pending("../shared/horizon is absent: Horizon's PHP classes are not there to check against")
+        end
+        local env = { HORIZON_SILENCED = "App\\Jobs\\Simple" }
+        local function run(worker)
+            H.flush()
+            php({ "artisan", "jobs:dispatch", "Quiet" }, env)
+            php({ "artisan", "jobs:dispatch", "Simple", '--args=["a"]' }, env)
+            php({ "artisan", "jobs:dispatch", "Tagged" }, env)
+            worker()
+            return read()
+        end
+        local by_php = run(function() php({ "artisan", "queue:work", "--stop-when-empty", "--sleep=0" }, env) end)
+        local handlers = H.handlers({ ["App/Jobs/Tagged.lua"] = "return { handle = function() end }",
+            ["App/Jobs/Quiet.lua"] = HANDLERS["App/Jobs/Quiet.lua"], ["App/Jobs/Simple.lua"] = HANDLERS["App/Jobs/Simple.lua"] })
+        local by_luaworker = run(function()
+            local r = H.run({ "work", "--horizon", "--stop-when-empty", "--handlers=" .. handlers }, { env = env })
+            assert.are.equal(0, r.status, r.stderr)
+        end)
+        assert.are.same(by_php, by_luaworker)
+        assert.are.same({ { "App\\Jobs\\Quiet", "completed", "default", "redis" },
+            { "App\\Jobs\\Simple", "completed", "default", "redis" } }, by_luaworker.silenced)
+        assert.are.same({ { "App\\Jobs\\Tagged", "completed", "default", "redis" } }, by_luaworker.completed)
     end)
 
     it("trims Horizon's lists as its master's loop does, by the trim settings", function()

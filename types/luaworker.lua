@@ -19,6 +19,7 @@
 ---@field interrupted? fun(job: luaworker.Job, command: table, signal: string) Laravel 13.31's Interruptible
 ---@field middleware? luaworker.Middleware[]|fun(job: luaworker.Job, command: table): luaworker.Middleware[] the job's middleware()
 ---@field tags? fun(command: table): (string|number)[] the class's tags(), for Horizon's records of the jobs luaworker pushes
+---@field silenced? boolean true: the class implements Horizon's Silenced, for the jobs luaworker pushes
 
 ---An error value printed as "Class: message", as a PHP exception.
 ---@class luaworker.Exception

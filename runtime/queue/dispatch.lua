@@ -74,7 +74,7 @@ function M.payload_text(fields, data_text)
             or "",
         since_12_11 and (',"delay":' .. ((fields.delay or 0) > 0 and string.format("%d", fields.delay)
             or "null")) or "",
-        horizon.enabled() and horizon.payload_fields(fields.displayName, fields.tags) or "",
+        horizon.enabled() and horizon.payload_fields(fields.displayName, fields.tags, fields.silenced) or "",
         '}',
     })
 end
@@ -112,9 +112,9 @@ end
 -- serialized_job.declaration) with the declared defaults of those not given, in
 -- the declared order (else sorted by name), then the others sorted; properties of
 -- Laravel's job traits go where the version puts them when it is serialized.
--- tags: the class's own tags() for Horizon (horizon.tags_for), or nil. Raises when
--- a plain table has a key that is not a name.
-function M.command(class, properties, declared, tags)
+-- marks: what the class says for Horizon (handlers.horizon's {tags =, silenced =}),
+-- or nil. Raises when a plain table has a key that is not a name.
+function M.command(class, properties, declared, marks)
     local object
     if php.class(properties) then
         object = serialized_job.with_defaults(serialized_job.copy(properties), declared)
@@ -146,7 +146,7 @@ function M.command(class, properties, declared, tags)
         object = php.select(php.object(class, plain, own), own, names)
         for _, k in ipairs(traits) do object[k] = values[k] end
     end
-    how_of[object] = { declared = declared, fill = true, tags = tags }
+    how_of[object] = { declared = declared, fill = true, horizon = marks }
     return object
 end
 
@@ -192,9 +192,9 @@ end
 -- Pushes a job whose data.command is command (a PHP object value) to queue q on the
 -- worker's connection; delay: seconds (to :delayed) or nil; how: how the version
 -- serializes it (serialized_job.serialize's; default: as M.command's object says,
--- else every member it has from 9.4 at their defaults left out), with `tags`, the
--- class's own tags() for Horizon (horizon.tags_for). Returns the job id
--- (the payload's; on the database queue the row's).
+-- else every member it has from 9.4 at their defaults left out), with `horizon`,
+-- what the class says for Horizon (handlers.horizon's: its tags(), Silenced).
+-- Returns the job id (the payload's; on the database queue the row's).
 function M.push_command(command, q, delay, encrypt, how)
     local payload, id = M.command_payload(command, delay, encrypt, how)
     local row = enqueue(q, payload, delay)
@@ -216,7 +216,8 @@ function M.command_payload(command, delay, encrypt, how)
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
         deleteWhenMissingModels = value(command.deleteWhenMissingModels) == true, delay = delay,
-        tags = horizon.enabled() and horizon.tags_for(command, how.tags, class) or nil,
+        tags = horizon.enabled() and horizon.tags_for(command, (how.horizon or {}).tags, class) or nil,
+        silenced = horizon.enabled() and horizon.silenced(class, (how.horizon or {}).silenced),
     }
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)
@@ -232,6 +233,8 @@ function M.push_string_job(name, data_text, q, delay, fields)
     fields.uuid, fields.id = host.uuid(), not on_database() and host.random_id(32) or nil
     fields.displayName, fields.job, fields.string_job = name:match("^([^@]*)"), name, true
     fields.delay = delay
+    -- (Horizon's JobPayload is given the job's string itself)
+    fields.silenced = horizon.enabled() and horizon.silenced(name)
     local row = enqueue(q, M.payload_text(fields, data_text), delay)
     return fields.id or row
 end

@@ -175,13 +175,25 @@ local TYPES = {
     ["Illuminate\\Notifications\\SendQueuedNotifications"] = "notification",
 }
 
+-- JobPayload::shouldBeSilenced for a job of class: the class is Silenced (declared:
+-- its handler's `silenced = true`, standing for `implements Silenced`), or one of
+-- config('horizon.silenced'), which HORIZON_SILENCED (class names, comma-separated)
+-- stands for, as luaworker cannot read the app's config.
+function M.silenced(class, declared)
+    if declared then return true end
+    for name in (settings.env("HORIZON_SILENCED") or ""):gmatch("[^,]+") do
+        if name:match("^%s*\\?(.-)%s*$") == class then return true end
+    end
+    return false
+end
+
 -- The fields JobPayload::prepare adds to a payload Horizon's queue pushes, as JSON
--- members to append: type, tags, silenced, pushedAt.
-function M.payload_fields(class, tags)
+-- members to append: type, tags, silenced (M.silenced's), pushedAt.
+function M.payload_fields(class, tags, silenced)
     local list = {}
     for i, tag in ipairs(tags or {}) do list[i] = encode(tag) end
     return ',"type":' .. encode(TYPES[class] or "job") .. ',"tags":[' .. table.concat(list, ",")
-        .. '],"silenced":false,"pushedAt":' .. encode(now_text())
+        .. '],"silenced":' .. (silenced and "true" or "false") .. ',"pushedAt":' .. encode(now_text())
 end
 
 -- The tags monitored from the dashboard (the set `monitoring`), read again at most

@@ -214,7 +214,7 @@ local function dispatch_next_in_chain(command)
     end
     local delay = tonumber(value(nxt.delay))
     dispatch.push_command(nxt, value(nxt.queue) or settings.config.default_queue, delay, nil,
-        { omit = omit, tags = handlers.tags(php.class(nxt)) })
+        { omit = omit, horizon = handlers.horizon(php.class(nxt)) })
 end
 
 -- Whether the command's batch is cancelled: the SkipIfBatchCancelled middleware

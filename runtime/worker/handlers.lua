@@ -283,18 +283,24 @@ function M.declared(class)
         data = { commandName = class } })))
 end
 
--- The `tags` of the handler of job class `class`, function(command) -> a list: what
--- the PHP class's tags() gives Horizon for a job luaworker pushes; nil when it has
--- none (or no usable handler). Raises for a `tags` that is not a function.
-function M.tags(class)
+-- What the handler of job class `class` says of the PHP class for Horizon's
+-- records of the jobs luaworker pushes: {tags = its `tags`, function(command) -> a
+-- list, standing for the class's tags(), or nil; silenced = its `silenced`, true
+-- standing for `implements Silenced`}; both empty without a usable handler. Raises
+-- for a `tags` that is not a function or a `silenced` that is not a boolean.
+function M.horizon(class)
     local handler, _, path = M.resolve({ displayName = class, job = payload_values.CALL_QUEUED_HANDLER,
         data = { commandName = class } })
-    local tags = type(handler) == "table" and handler.tags or nil
+    if type(handler) ~= "table" then return {} end
+    local tags, silenced = handler.tags, handler.silenced
     if tags ~= nil and type(tags) ~= "function" then
         error("the handler " .. tostring(path) .. ": tags must be a function(command) returning a list, got "
             .. type(tags), 0)
     end
-    return tags
+    if silenced ~= nil and type(silenced) ~= "boolean" then
+        error("the handler " .. tostring(path) .. ": silenced must be true or false, got " .. type(silenced), 0)
+    end
+    return { tags = tags, silenced = silenced }
 end
 
 -- Runs <dir>/init.lua once, when it exists. Returns true, or nil, message.

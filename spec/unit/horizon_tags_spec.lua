@@ -1,8 +1,10 @@
 -- Specs for runtime/queue/horizon.lua's tags_for: Horizon's Tags::for of a job
 -- luaworker pushes, by its handler's `tags` (standing for the class's tags()) or by
--- the models its properties name. Runs inside the luaworker binary.
+-- the models its properties name; and its silenced (JobPayload::shouldBeSilenced).
+-- Runs inside the luaworker binary.
 local horizon = require "luaworker.queue.horizon"
 local php = require "luaworker.php"
+local settings = require "luaworker.base.settings"
 
 local function command(props)
     return php.object("App\\Jobs\\Render", props)
@@ -32,5 +34,19 @@ describe("luaworker.queue.horizon.tags_for", function()
         ok, err = pcall(horizon.tags_for, command({}), function() return { "a", {} } end, "App\\Jobs\\Render")
         assert.is_false(ok)
         assert.matches("expected strings or numbers, got table at 2", err)
+    end)
+end)
+
+describe("luaworker.queue.horizon.silenced", function()
+    after_each(function() settings.env_overrides.HORIZON_SILENCED = nil end)
+
+    it("silences a class its handler declares Silenced, or one HORIZON_SILENCED names, and no other", function()
+        assert.is_true(horizon.silenced("App\\Jobs\\Render", true))
+        assert.is_false(horizon.silenced("App\\Jobs\\Render", nil))
+        settings.env_overrides.HORIZON_SILENCED = "App\\Jobs\\Mail, \\App\\Jobs\\Render"
+        assert.is_true(horizon.silenced("App\\Jobs\\Render"))
+        assert.is_true(horizon.silenced("App\\Jobs\\Mail"))
+        assert.is_false(horizon.silenced("App\\Jobs\\Rend"))
+        assert.is_false(horizon.silenced("App\\Jobs\\Render\\Sub"))
     end)
 end)
