@@ -123,6 +123,96 @@ describe("Redis Cluster", function()
         assert.are.equal(0, cluster:r(list .. ":reserved", "ZCARD"))
     end)
 
+    -- The shape of Horizon's records under prefix, read by r(key, cmd, ...) from keys:
+    -- each key's name without the prefix, a job's record by its job's name and status,
+    -- with its fields, sorted sets by their size, sets by their members (prefix
+    -- left out), other hashes by their fields.
+    local function horizon_shape(prefix, keys, r)
+        local shape = {}
+        for _, k in ipairs(keys) do
+            local name, t = k:sub(#prefix + 1), r(k, "TYPE")
+            t = type(t) == "table" and (t.ok or t[1]) or t
+            local line
+            if t == "zset" then
+                line = name .. " zset " .. r(k, "ZCARD")
+            elseif t == "set" then
+                local members = r(k, "SMEMBERS")
+                for i, m in ipairs(members) do members[i] = m:sub(#prefix + 1) end
+                table.sort(members)
+                line = name .. " set " .. table.concat(members, ",")
+            elseif t == "hash" then
+                local fields = r(k, "HKEYS")
+                table.sort(fields)
+                if name:match("^%x+%-%x+%-%x+%-%x+%-%x+$") then
+                    name = "job " .. tostring(r(k, "HGET", "name")) .. " " .. tostring(r(k, "HGET", "status"))
+                end
+                line = name .. " hash " .. table.concat(fields, ",")
+            else
+                line = name .. " " .. tostring(t)
+            end
+            shape[#shape + 1] = line
+        end
+        table.sort(shape)
+        return shape
+    end
+
+    it("keeps Horizon's records on the cluster from Laravel 13.5, under its prefix in a hash tag, as Horizon "
+        .. "does there: the records a single Redis gets, in one slot", function()
+        local horizon_handlers = H.handlers({ ["App/Jobs/Spec.lua"] = HANDLER,
+            ["App/Jobs/Failing.lua"] = 'return { handle = function() error("no") end }',
+            ["App/Jobs/Dispatcher.lua"] = [[
+local luaworker = require "luaworker"
+return { handle = function() luaworker.dispatch("App\\Jobs\\Spec", {}) end }
+]] })
+        local function run(e)
+            for _, class in ipairs({ "App\\Jobs\\Dispatcher", "App\\Jobs\\Failing" }) do
+                local r = H.run({ "push", class, "--laravel=13.5" }, { env = e })
+                assert.are.equal(0, r.status, r.stderr)
+            end
+            local r = H.run({ "work", "--horizon", "--laravel=13.5", "--stop-when-empty", "--tries=1",
+                "--handlers=" .. horizon_handlers }, { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+        end
+        -- on a single Redis (the records horizon_spec holds against Horizon's own classes)
+        H.flush()
+        run({ REDIS_QUEUE = "default" })
+        local single = horizon_shape("laravel_horizon:", H.r("KEYS", "laravel_horizon:*"),
+            function(k, cmd, ...) return H.r(cmd, k, ...) end)
+        assert.is_true(#single >= 10, table.concat(single, "\n"))
+
+        clear()
+        run(env({ REDIS_QUEUE = "default" }))
+        local prefix, keys, masters = "{laravel_horizon:}", {}, {}
+        for _, range in ipairs(cluster:slots()) do
+            for _, k in ipairs(cluster:on(range.port, "KEYS", "*horizon*")) do
+                if not masters[range.port] then masters[range.port] = {} end
+                masters[range.port][k] = true
+            end
+        end
+        local count = 0
+        for _, found in pairs(masters) do
+            count = count + 1
+            for k in pairs(found) do keys[#keys + 1] = k end
+        end
+        assert.are.equal(1, count, "Horizon's keys on one master")
+        for _, k in ipairs(keys) do assert.are.equal(prefix, k:sub(1, #prefix)) end
+        assert.are.same(single, horizon_shape(prefix, keys, function(k, cmd, ...) return cluster:r(k, cmd, ...) end))
+        assert.are.equal(1, #ran())
+
+        -- a prefix with a hash tag of its own is kept as it is
+        clear()
+        run(env({ REDIS_QUEUE = "default", HORIZON_PREFIX = "{app}_horizon:" }))
+        assert.are.equal(1, cluster:r("{app}_horizon:recent_jobs", "ZCARD"))  -- (the job pushed with --horizon)
+        assert.are.equal(1, cluster:r("{app}_horizon:failed_jobs", "ZCARD"))
+    end)
+
+    it("refuses --horizon below Laravel 13.5 at start, status 2, saying why", function()
+        local r = H.run({ "work", "--horizon", "--handlers=" .. handlers, "--once" }, { env = env() })
+        assert.are.equal(2, r.status, r.stderr)
+        assert.matches("--horizon: on a Redis Cluster Horizon keeps its records there from Laravel 13.5 on",
+            r.stderr, 1, true)
+    end)
+
     it("works queues in several slots, and honours queue:pause's keys, each in a slot of its own", function()
         clear()
         local cache = "laravel_database_laravel_cache_illuminate:"

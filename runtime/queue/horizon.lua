@@ -3,10 +3,10 @@
 -- events (laravel/horizon 5.x: RedisJobRepository, RedisMetricsRepository,
 -- RedisTagRepository), so that its dashboard shows them: under Horizon's prefix
 -- (settings.config.horizon_prefix: HORIZON_PREFIX, else the app's slug and
--- "_horizon:"; REDIS_PREFIX does not apply), on the queue's Redis. Times are
--- PHP's microtime(true) as PHP writes a float (14 digits). Trims are Horizon's
--- defaults (minutes; HORIZON_TRIM_* stand for config/horizon.php's, which
--- luaworker cannot read).
+-- "_horizon:"; REDIS_PREFIX does not apply; on a cluster in a hash tag: M.key), on
+-- the queue's Redis. Times are PHP's microtime(true) as PHP writes a float (14
+-- digits). Trims are Horizon's defaults (minutes; HORIZON_TRIM_* stand for
+-- config/horizon.php's, which luaworker cannot read).
 --   reserved(job)            JobReserved: MarkJobAsReserved (and the timer)
 --   released(job)            JobReleased: MarkJobAsReleased
 --   completed(job, failed)   JobDeleted: MarkJobAsComplete, UpdateJobMetrics
@@ -16,6 +16,7 @@
 local cjson = require "cjson"
 local host = require "luaworker.host"
 local redis = require "luaworker.redis"
+local queue = require "luaworker.queue"
 local php = require "luaworker.php"
 local settings = require "luaworker.base.settings"
 local values = require "luaworker.base.values"
@@ -71,15 +72,19 @@ function M.enabled()
 end
 
 -- Why --horizon cannot be kept where the worker works, or nil: on the database
--- queue (Horizon works Redis queues) and on a Redis Cluster (its metrics script
--- names keys of two slots).
+-- queue (Horizon works Redis queues), and on a Redis Cluster below Laravel 13.5
+-- (Horizon::use then takes the cluster's first node as a single server, where
+-- most of its keys' slots are not served).
 function M.problem()
     if settings.options.horizon ~= true then return nil end
     if settings.connection_name == "database" then
         return "--horizon: Horizon keeps records of Redis queues only, not of the database queue"
     end
-    if settings.config.queue_redis and settings.config.queue_redis.cluster then
-        return "--horizon: not on a Redis Cluster yet (Horizon's metrics script names keys of two slots)"
+    local cluster, wraps = queue.cluster()
+    if cluster and not wraps then
+        return "--horizon: on a Redis Cluster Horizon keeps its records there from Laravel 13.5 on "
+            .. "(--laravel=13.5, with a Horizon that supports clusters); before, Horizon::use takes the "
+            .. "cluster's first node as a single server"
     end
     return nil
 end
@@ -91,9 +96,17 @@ function M.record(what, ...)
     if not ok then log.error("cannot keep Horizon's record of a job (" .. what .. "): " .. tostring(trace)) end
 end
 
--- name under Horizon's prefix.
+local prefix  -- Horizon's, as M.key gives it (once known)
+
+-- name under Horizon's prefix: on a cluster (Laravel 13.5+: Horizon::use's cluster
+-- connection) the prefix wrapped in braces unless it has a hash tag, so that every
+-- key of Horizon's is in one slot, as Horizon wraps it.
 function M.key(name)
-    return settings.config.horizon_prefix .. name
+    if not prefix then
+        prefix = settings.config.horizon_prefix
+        if queue.cluster() and not queue.has_hash_tag(prefix) then prefix = "{" .. prefix .. "}" end
+    end
+    return prefix .. name
 end
 local key = M.key
 

@@ -47,6 +47,13 @@ local function has_hash_tag(s)
     local close = open and s:find("}", open + 1, true)
     return close ~= nil and close > open + 1
 end
+M.has_hash_tag = has_hash_tag
+
+-- Whether the worker is on a cluster, and whether it names keys as Laravel 13.5+
+-- does there (M.set_cluster's).
+function M.cluster()
+    return cluster, wraps
+end
 
 -- The name of q in its keys.
 local function key_name(q)
