@@ -268,4 +268,71 @@ function L12.runs_by_tag()
     return seen, by
 end
 
+-- App\Jobs\Windowed, a job Laravel 12's RateLimitedWithRedis holds to 3 runs a window
+-- of 1 s (Limit::perSecond(3)), in PHP (for L12.job) and as its Lua handler: each run
+-- records its tag, who ran it and the start of the limiter's window it ran in (the
+-- DurationLimiter's hash, read just after its acquire) in windowed:runs.
+L12.WINDOWED_PHP = [[
+    public $tries = 0;
+    public function __construct(public $n = '1') {}
+    public function middleware()
+    {
+        \Illuminate\Support\Facades\RateLimiter::for('windowed',
+            fn () => \Illuminate\Cache\RateLimiting\Limit::perSecond(3));
+        return [new \Illuminate\Queue\Middleware\RateLimitedWithRedis('windowed')];
+    }
+    public function handle()
+    {
+        $start = \Illuminate\Support\Facades\Redis::hget(md5('windowed'), 'start');
+        \Illuminate\Support\Facades\Redis::rpush('windowed:runs', $this->n . ' php ' . $start);
+    }
+]]
+
+L12.WINDOWED_LUA = [[
+local luaworker = require "luaworker"
+return {
+    middleware = { luaworker.middleware.rate_limited_with_redis("windowed", { max = 3, decay = 1 }) },
+    handle = function(_, command)
+        local start = luaworker.redis("HGET", luaworker.prefix .. luaworker.php.md5("windowed"), "start")
+        luaworker.redis("RPUSH", luaworker.prefix .. "windowed:runs", command.n .. " lua " .. tostring(start))
+    end,
+}
+]]
+
+-- Laravel 12's queue:work and two luaworkers take 12 App\Jobs\Windowed jobs at the
+-- same time (opts: connection, the queue connection's name or nil; env, both
+-- workers' environment): each runs once, by both runtimes, never more than 3 in one
+-- window of the limiter.
+function L12.windowed(assert, opts)
+    local connection = opts.connection and { opts.connection } or {}
+    L12.php([[for ($i = 1; $i <= 12; $i++) { App\Jobs\Windowed::dispatch('w' . $i); }]], opts.env)
+    local full = { "queue:work", "--sleep=0", "--max-time=40" }
+    for _, a in ipairs(connection) do table.insert(full, 2, a) end
+    local php = L12.spawn_artisan(full, opts.env)
+    local lua = { "work", "--laravel=" .. L12.VERSION, "--sleep=0", "--no-watch",
+        "--handlers=" .. H.handlers({ ["App/Jobs/Windowed.lua"] = L12.WINDOWED_LUA }) }
+    for _, a in ipairs(connection) do table.insert(lua, 2, a) end
+    local workers = { H.spawn(lua, { env = opts.env }), H.spawn(lua, { env = opts.env }) }
+    local ok, err = pcall(function()
+        local key = H.prefix .. "windowed:runs"
+        H.wait_until(function() return H.r("LLEN", key) >= 12 end, 60, "the 12 jobs to run")
+        H.sleep(0.5)
+        local runs, ran, in_window, by = H.r("LRANGE", key, 0, -1), {}, {}, { php = 0, lua = 0 }
+        for _, run in ipairs(runs) do
+            local n, who, start = run:match("^(%S+) (%a+) (%S+)$")
+            assert.is_nil(ran[n], n .. " ran twice: " .. table.concat(runs, ", "))
+            ran[n] = true
+            by[who] = by[who] + 1
+            in_window[start] = (in_window[start] or 0) + 1
+            assert.is_true(in_window[start] <= 3, "more than 3 runs in the window of " .. start .. ": "
+                .. table.concat(runs, ", "))
+        end
+        assert.are.equal(12, #runs)
+        assert.is_true(by.php > 0 and by.lua > 0, by.php .. " by php, " .. by.lua .. " by luaworker")
+    end)
+    for _, w in ipairs(workers) do w:stop() end
+    local done = php.wait(60)
+    if not ok then error(tostring(err) .. "\nLaravel 12's worker said: " .. done.stdout .. done.stderr, 0) end
+end
+
 return L12

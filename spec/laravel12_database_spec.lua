@@ -75,6 +75,7 @@ describe("luaworker beside a real Laravel 12 worker on the database queue", func
     setup(function()
         add_database_connection()
         L12.job("Recorded", L12.RECORDED_PHP)
+        L12.job("Windowed", L12.WINDOWED_PHP)
         handlers = H.handlers({ ["App/Jobs/Recorded.lua"] = L12.RECORDED_LUA })
         database = H.tmpdir() .. "/database.sqlite"
         assert(os.execute("sqlite3 " .. H.quote(database) .. " < " .. H.quote(app .. "/database/schema.sql")))
@@ -210,6 +211,17 @@ for ($i = 1; $i <= 40; $i++) {
             left = function() return tonumber(server.sql("select count(*) from jobs"):match("%d+")) end })
     end
 
+    -- RateLimitedWithRedis's limit kept by both workers at the same time (L12.windowed)
+    -- on the jobs table of server {env(), sql(text)}.
+    local function windowed(server)
+        local e = env()
+        for k, v in pairs(server.env()) do e[k] = v end
+        e.QUEUE_FAILED_DRIVER = "null"
+        server.sql("delete from jobs")
+        L12.windowed(assert, { connection = "database", env = e })
+        assert.are.equal("0", server.sql("select count(*) from jobs"):match("%d+"))
+    end
+
     describe("on PostgreSQL", function()
         local pg
         setup(function()
@@ -231,6 +243,11 @@ for ($i = 1; $i <= 40; $i++) {
         it("keeps a long job's lease while Laravel 12's queue:work polls, and leaves it to that worker "
             .. "within seconds once the luaworker group is killed", function()
             leases({ env = pg.env, sql = pg.psql })
+        end)
+
+        it("keeps RateLimitedWithRedis's 3 runs a window with Laravel 12's queue:work and two luaworkers "
+            .. "taking the jobs at the same time", function()
+            windowed({ env = pg.env, sql = pg.psql })
         end)
     end)
 

@@ -60,6 +60,7 @@ describe("luaworker's job middleware beside a real Laravel 12 worker", function(
     local fleet = H.worker_set()
     setup(function()
         L12.job("Guarded", GUARDED_PHP)
+        L12.job("Windowed", L12.WINDOWED_PHP)
         handlers = H.handlers({ ["App/Jobs/Guarded.lua"] = GUARDED_LUA })
     end)
     before_each(H.flush)
@@ -110,6 +111,11 @@ describe("luaworker's job middleware beside a real Laravel 12 worker", function(
         php_turn()
         assert.are.same({ "fail lua" }, H.r("LRANGE", RUNS, 0, -1))
         assert.are.equal(2, held())
+    end)
+
+    it("keeps RateLimitedWithRedis's 3 runs a window with Laravel 12's worker and two luaworkers taking the "
+        .. "jobs at the same time", function()
+        L12.windowed(assert, { env = L12.env() })
     end)
 
     it("shares RateLimitedWithRedis's window with Laravel 12's worker", function()

@@ -47,10 +47,19 @@ double system_wall_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* host.now() -> integer Unix seconds (the host clock, as Laravel's scores use). */
+time_t system_unix_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec;
+}
+
+/* host.now() -> integer Unix seconds (the host clock, as Laravel's scores use), the
+ * second of host.microtime() read at the same time, as PHP's time() is
+ * microtime(true)'s. */
 static int l_host_now(lua_State *L)
 {
-    lua_pushnumber(L, (lua_Number)time(NULL));
+    lua_pushnumber(L, (lua_Number)system_unix_time());
     return 1;
 }
 

@@ -5,6 +5,7 @@
 #define LUAWORKER_LOOP_SYSTEM_H
 
 #include <stddef.h>
+#include <time.h>
 
 struct vm;
 
@@ -24,5 +25,10 @@ double system_clock(void);
  * Redis expires keys by and Laravel scores reservations by. It runs on while a
  * paused virtual machine's (or a suspended laptop's) CLOCK_MONOTONIC stands still. */
 double system_wall_clock(void);
+
+/* The Unix second of CLOCK_REALTIME, as PHP's time() reads it (gettimeofday):
+ * time(NULL) reads a coarse copy of the clock that lags it by up to a tick, so that
+ * a second begun for microtime() (and for PHP) is not yet begun for time(NULL). */
+time_t system_unix_time(void);
 
 #endif

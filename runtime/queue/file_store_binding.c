@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 
+#include "loop/system.h"
 #include "loop/vm.h"
 
 /* Makes the directories of path's parent, as PHP's mkdir(dir, 0777, true). Returns
@@ -125,7 +126,7 @@ static int l_host_cache_add(lua_State *L)
     head[got > 0 ? got : 0] = '\0';
     char *end;
     long long expires = strtoll(head, &end, 10);
-    int taken = got == 10 && end == head + 10 && (long long)time(NULL) < expires;
+    int taken = got == 10 && end == head + 10 && (long long)system_unix_time() < expires;
     if (!taken) {
         char stamp[11];
         snprintf(stamp, sizeof stamp, "%010lld", (long long)expiration);

@@ -21,6 +21,7 @@
 #include "supervisor/fleet_json.h"
 #include "supervisor/live_page.h"
 #include "loop/signals.h"
+#include "loop/system.h"
 #include "supervisor/slot.h"
 
 /* A worker that ends before it reported ready failed to start; the next start
@@ -76,7 +77,7 @@ static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     char line[1024];
-    time_t now = time(NULL);
+    time_t now = system_unix_time();
     size_t n = strftime(line, sizeof line, "[%Y-%m-%d %H:%M:%S] ", localtime(&now));
     va_list ap;
     va_start(ap, fmt);
@@ -435,7 +436,7 @@ static int render(void *data, const char *path, struct buffer *out, const char *
     }
     if (strcmp(path, "/fleet.json") == 0) {
         *type = "application/json";
-        return fleet_json(out, s->slots, s->pids, s->nworkers, (uint64_t)time(NULL)) ? 500 : 200;
+        return fleet_json(out, s->slots, s->pids, s->nworkers, (uint64_t)system_unix_time()) ? 500 : 200;
     }
     if (strcmp(path, "/") == 0) {
         *type = "text/html; charset=utf-8";

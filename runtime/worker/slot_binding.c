@@ -143,7 +143,7 @@ static int l_host_record_failure(lua_State *L)
     const char *queue = luaL_checkstring(L, 1), *job = class_arg(L, 2);
     const char *exception = luaL_checkstring(L, 3);
     if (sl.slot)
-        counts_failure(&sl.slot->counts, queue, job, exception, (uint64_t)time(NULL));
+        counts_failure(&sl.slot->counts, queue, job, exception, (uint64_t)system_unix_time());
     return 0;
 }
 

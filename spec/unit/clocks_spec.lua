@@ -1,0 +1,18 @@
+-- Specs for runtime/loop/system.c's wall clocks: host.now and host.microtime read
+-- one clock, as PHP's time() and microtime(true) do. Runs inside the luaworker binary.
+local host = require "luaworker.host"
+
+describe("host.now", function()
+    it("is never behind the second of a host.microtime() read before it, across a second's start", function()
+        -- (time(NULL) reads a coarse copy of the clock, a tick behind at each second's
+        -- start: a DurationLimiter acquire then saw its window as over and began another)
+        local behind, calls = 0, 0
+        local started = host.microtime()
+        while host.microtime() - started < 1.1 do
+            local t = host.microtime()
+            if host.now() < math.floor(t) then behind = behind + 1 end
+            calls = calls + 1
+        end
+        assert.are.equal(0, behind, behind .. " of " .. calls .. " reads")
+    end)
+end)
