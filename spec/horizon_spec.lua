@@ -321,6 +321,22 @@ describe("luaworker work --horizon", function()
         assert.are.equal(by_php, by_luaworker)
     end)
 
+    it("refuses, naming the handler, a tags that is not a function or a silenced that is not a boolean",
+        function()
+        local function tried(field)
+            H.flush()
+            H.dispatch("Simple", '--args=["dispatch"]')
+            -- (the class it dispatches is its own: its handler has the bad field)
+            local handlers = H.handlers({ ["App/Jobs/Simple.lua"] = (HANDLERS["App/Jobs/Simple.lua"]:gsub(
+                "return { handle", "return { " .. field .. ", handle")) })
+            local r = H.run({ "work", "--horizon", "--once", "--tries=1", "--handlers=" .. handlers })
+            return r.stderr
+        end
+        assert.matches("Simple.lua: silenced must be true or false, got string", tried('silenced = "yes"'), 1, true)
+        assert.matches("Simple.lua: tags must be a function(command) returning a list, got table",
+            tried('tags = { "a" }'), 1, true)
+    end)
+
     it("lists the silenced jobs it runs among Horizon's silenced jobs, not the completed, as the app's "
         .. "worker does", function()
         if not app then

@@ -96,16 +96,12 @@ function M.record(what, ...)
     if not ok then log.error("cannot keep Horizon's record of a job (" .. what .. "): " .. tostring(trace)) end
 end
 
-local prefix  -- Horizon's, as M.key gives it (once known)
-
 -- name under Horizon's prefix: on a cluster (Laravel 13.5+: Horizon::use's cluster
 -- connection) the prefix wrapped in braces unless it has a hash tag, so that every
 -- key of Horizon's is in one slot, as Horizon wraps it.
 function M.key(name)
-    if not prefix then
-        prefix = settings.config.horizon_prefix
-        if queue.cluster() and not queue.has_hash_tag(prefix) then prefix = "{" .. prefix .. "}" end
-    end
+    local prefix = settings.config.horizon_prefix
+    if queue.cluster() and not queue.has_hash_tag(prefix) then prefix = "{" .. prefix .. "}" end
     return prefix .. name
 end
 local key = M.key

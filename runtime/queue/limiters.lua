@@ -18,19 +18,31 @@ local function pack(...)
     return { n = select("#", ...), ... }
 end
 
+-- Now as DurationLimiter's script takes it, microtime(true) and time(), from one
+-- reading of the clock: the fraction cut, not rounded, to 4 digits, so that the
+-- script (which compares them with its window's whole seconds as strings) never
+-- finds a now past the second it is in, which would begin a new window.
+local function now_args()
+    local t = host.microtime()
+    local second = math.floor(t)
+    return string.format("%d.%04d", second, math.floor((t - second) * 10000)), second
+end
+
 -- DurationLimiter::acquire of name: whether one more is allowed now, the Unix second
 -- its window ends, and how many more it allows.
 function M.duration_acquire(name, allowed, decay)
+    local now, second = now_args()
     local r = redis.script_once("queue", "duration_limiter", { queue.prefixed(name) },
-        { string.format("%.4f", host.microtime()), host.now(), decay, allowed })
+        { now, second, decay, allowed })
     return r[1] == 1 or r[1] == true, tonumber(r[2]), math.max(0, tonumber(r[3]) or 0)
 end
 
 -- DurationLimiter::tooManyAttempts of name, counting nothing: whether its window
 -- allows no more now, and when it ends (0 when there is none).
 function M.duration_too_many(name, allowed, decay)
+    local now, second = now_args()
     local r = redis.script("queue", "duration_limiter", { queue.prefixed(name) },
-        { string.format("%.4f", host.microtime()), host.now(), decay, allowed, "peek" })
+        { now, second, decay, allowed, "peek" })
     return tonumber(r[2]) <= 0, tonumber(r[1])
 end
 
