@@ -429,7 +429,7 @@ local luaworker = require "luaworker"
 return {
     middleware = function(_, command)
         return { luaworker.middleware.throttles_exceptions(5, 60, { by = "picked", report = true, backoff = 1,
-            delete_when = "DeletableException",
+            delete_when = { "DeletableException", function(err) return err.class == "GoneException" end },
             fail_when = function(err) return luaworker.is_exception(err) and err.class == "FatalException" end }) }
     end,
     handle = function(_, command)
@@ -437,14 +437,15 @@ return {
     end,
 }
 ]] })
-        for _, class in ipairs({ "DeletableException", "FatalException", "OtherException" }) do
+        for _, class in ipairs({ "DeletableException", "GoneException", "FatalException", "OtherException" }) do
             H.push(H.class_payload("App\\Jobs\\Flaky", { maxTries = 5 }, { { "n", string.format('s:%d:"%s";', #class, class) } }))
         end
         local r = H.run({ "work", "--handlers=" .. handlers, "--stop-when-empty" })
         assert.are.equal(0, r.status, r.stderr)
         local _, reported = r.stderr:gsub("reported by throttles_exceptions: ", "")
-        assert.are.equal(3, reported)
-        -- the deletable job is gone, the fatal one failed, the other released and counted once
+        assert.are.equal(4, reported)
+        -- the deletable jobs are gone (either test of the list), the fatal one failed, the other
+        -- released and counted once
         local _, delayed = H.keys()
         local held = H.r("ZRANGE", delayed, 0, -1)
         assert.are.equal(1, #held)

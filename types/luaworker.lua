@@ -302,9 +302,9 @@ function middleware.rate_limited_with_redis(name, limits, opts) end
 ---@field by? string the key (Laravel's by()); default md5 of the job's class
 ---@field by_job? boolean the key is the job's uuid (byJob())
 ---@field when? fun(err: any): boolean only errors it returns true for are throttled
----@field report? boolean|string|fun(err: any): boolean log the errors it picks (Laravel's report())
----@field delete_when? string|fun(err: any): boolean delete the job on such an error (an exception class, or a test)
----@field fail_when? string|fun(err: any): boolean fail the job on such an error
+---@field report? boolean|string|fun(err: any): boolean|(string|fun(err: any): boolean)[] log the errors it picks (Laravel's report())
+---@field delete_when? string|fun(err: any): boolean|(string|fun(err: any): boolean)[] delete the job on such an error (an exception class, a test, or a list of them)
+---@field fail_when? string|fun(err: any): boolean|(string|fun(err: any): boolean)[] fail the job on such an error
 ---@field prefix? string in place of "laravel_throttles_exceptions:" (withPrefix)
 ---@field keep_attempts? boolean a job held back gets its attempt back (default: LUAWORKER_LIMITS_KEEP_ATTEMPTS)
 

@@ -182,16 +182,35 @@ local function throttle_key(job, opts)
     return prefix .. php.xxh128(class)
 end
 
--- A test of an error: opts[name], a function(err) returning whether it matches, or
--- the class of the luaworker.exception it matches (PHP's instanceof of that class
--- itself); nil when not given. Raises naming what.
+-- A test of an error: opts[name], a function(err) returning whether it matches, the
+-- class of the luaworker.exception it matches (PHP's instanceof of that class
+-- itself: a Lua error knows no parent classes), or a list of those, any of which
+-- matches (as repeated calls of deleteWhen() add theirs); nil when not given.
+-- Raises naming what.
 local function error_test(what, opts, name)
     local v = opts[name]
     if v == nil or type(v) == "function" then return v end
-    if type(v) == "string" then
-        return function(err) return values.is_exception(err) and err.class == v end
+    local tests = {}
+    for i, t in ipairs(type(v) == "table" and v or { v }) do
+        if type(t) == "function" then
+            tests[i] = t
+        elseif type(t) == "string" then
+            tests[i] = function(err) return values.is_exception(err) and err.class == t end
+        else
+            tests = {}
+            break
+        end
     end
-    error(string.format("%s: %s: expected a function(err) or an exception class", what, name), 4)
+    if #tests == 0 then
+        error(string.format("%s: %s: expected a function(err), an exception class, or a list of them",
+            what, name), 4)
+    end
+    return function(err)
+        for _, t in ipairs(tests) do
+            if t(err) then return true end
+        end
+        return false
+    end
 end
 
 -- The options of throttles_exceptions(_with_redis), checked, in Laravel 12's units:

@@ -1,6 +1,7 @@
 -- Specs for the whole-number options of luaworker.throttle / luaworker.funnel and of
--- Laravel's middleware builders (runtime/base/values.lua's whole): a bad one raises
--- naming the function, the option and what was expected, at the handler's line.
+-- Laravel's middleware builders (runtime/base/values.lua's whole), and their error
+-- tests (delete_when, fail_when): a bad one raises naming the function, the option
+-- and what was expected, at the handler's line.
 -- Runs inside the luaworker binary.
 local luaworker = require "luaworker"
 local middleware = luaworker.middleware
@@ -25,6 +26,11 @@ describe("the whole-number options of the limits", function()
                 "rate_limited: limit 1: max = 3: expected a whole number from 0" },
             { raised(function() middleware.throttles_exceptions(0) end),
                 "throttles_exceptions: max = 0: expected a whole number from 1" },
+            { raised(function() middleware.throttles_exceptions(3, 60, { delete_when = { "A", 7 } }) end),
+                "throttles_exceptions: delete_when: expected a function(err), an exception class, or a list of them" },
+            { raised(function() middleware.throttles_exceptions_with_redis(3, 60, { fail_when = {} }) end),
+                "throttles_exceptions_with_redis: fail_when: expected a function(err), an exception class, or a "
+                    .. "list of them" },
         }
         for _, c in ipairs(cases) do
             assert.are.equal(here, c[1]:match("^(.-):%d+: "), c[1])
