@@ -312,9 +312,12 @@ function L12.windowed(assert, opts)
     local lua = { "work", "--laravel=" .. L12.VERSION, "--sleep=0", "--no-watch",
         "--handlers=" .. H.handlers({ ["App/Jobs/Windowed.lua"] = L12.WINDOWED_LUA }) }
     for _, a in ipairs(connection) do table.insert(lua, 2, a) end
-    local workers = { H.spawn(lua, { env = opts.env }), H.spawn(lua, { env = opts.env }) }
+    local key = H.prefix .. "windowed:runs"
+    local workers = {}
     local ok, err = pcall(function()
-        local key = H.prefix .. "windowed:runs"
+        -- (the luaworkers start once PHP's worker, slower to start, has run one)
+        H.wait_until(function() return H.r("LLEN", key) >= 1 end, 60, "Laravel 12's worker's first run")
+        workers = { H.spawn(lua, { env = opts.env }), H.spawn(lua, { env = opts.env }) }
         H.wait_until(function() return H.r("LLEN", key) >= 12 end, 60, "the 12 jobs to run")
         H.sleep(0.5)
         local runs, ran, in_window, by = H.r("LRANGE", key, 0, -1), {}, {}, { php = 0, lua = 0 }
