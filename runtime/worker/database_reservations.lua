@@ -364,10 +364,16 @@ local function listen(queues, seconds)
 end
 
 -- No job: wait --sleep seconds (a stop signal ends it), as queue:work sleeps; with
--- the listener, a job pushed to one of queues ends the wait.
+-- the listener, a job pushed to one of queues ends the wait. --sleep=0 looks again
+-- at once, as queue:work's sleep(0), after a turn of the event loop (the timers,
+-- the signals and the jobs in flight go on: a SQLite pop does not yield).
 function M.wait(queues)
     flush_deletes()
-    local seconds = options.sleep > 0 and options.sleep or 1
+    local seconds = options.sleep
+    if seconds <= 0 then
+        host.sleep(0.001, true)
+        return
+    end
     if listener then
         listen(queues or settings.queues, seconds)
     else

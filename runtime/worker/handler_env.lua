@@ -9,9 +9,12 @@
 --   - a __gc finalizer set through newproxy, ffi.gc or ffi.metatype runs protected:
 --     its error is logged, never raised in the code the collector interrupted
 --     (the worker's own, or another job's);
---   - print writes each line at once, on stderr with --json (output.print).
+--   - print writes each line at once, on stderr with --json (output.print);
+--   - os.time() is host.now(), the second PHP's time() reads (Lua's reads a coarse
+--     copy of the clock, a tick behind at each second's start); os.time(t) is Lua's.
 -- It guards against mistakes; it is not a sandbox. Handlers are trusted code:
 -- rawset, setfenv, getmetatable(""), debug and the FFI reach everything.
+local host = require "luaworker.host"
 local output = require "luaworker.worker.output"
 
 local M = {}
@@ -68,6 +71,11 @@ for _, name in ipairs(LIBRARIES) do
 end
 env._G = env
 env.newproxy = handler_newproxy
+local lua_time = os.time
+env.os.time = function(...)
+    if select("#", ...) == 0 or (...) == nil then return host.now() end
+    return lua_time(...)
+end
 env.print = output.print
 env.require = function(name)
     if type(name) == "string" and env[name] ~= nil and rawget(_G, name) == package.loaded[name] then

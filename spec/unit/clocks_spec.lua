@@ -17,3 +17,23 @@ describe("host.now", function()
         assert.are.equal(0, behind, behind .. " of " .. calls .. " reads")
     end)
 end)
+
+describe("a handler's os.time", function()
+    it("is host.now(), never behind a host.microtime() read before it; os.time(t) is Lua's", function()
+        local path = os.tmpname()
+        local f = assert(io.open(path, "w"))
+        f:write("return os.time")
+        f:close()
+        local handler_time = assert(require("luaworker.worker.handler_env").loadfile(path))()
+        os.remove(path)
+        local behind = 0
+        local started = host.microtime()
+        while host.microtime() - started < 1.1 do
+            local t = host.microtime()
+            if handler_time() < math.floor(t - 1e-6) then behind = behind + 1 end
+        end
+        assert.are.equal(0, behind)
+        assert.are.equal(os.time({ year = 2026, month = 11, day = 29, hour = 12 }),
+            handler_time({ year = 2026, month = 11, day = 29, hour = 12 }))
+    end)
+end)
