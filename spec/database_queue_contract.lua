@@ -1,4 +1,5 @@
--- What Laravel's database queue does alike on every server: spec/database_queue_*_spec.lua
+-- What Laravel's database queue does alike on every server (how a worker holds its
+-- jobs: spec/database_queue_reservations_contract.lua): spec/database_queue_*_spec.lua
 -- calls it inside the describe of each (a real SQLite file, MariaDB and PostgreSQL
 -- server), with busted's it, before_each and assert of its file. server: luaworker's
 -- environment (env), a SQL query's rows as text (sql), a string as an SQL literal
@@ -27,7 +28,11 @@ function M.standard_literal(text)
     return "'" .. text:gsub("'", "''") .. "'"
 end
 
-function M.contract(server, it, before_each, assert)
+-- The contracts' tools on server: env(extra) (luaworker's environment on the
+-- database queue), work(args, opts) (a run until the queue is empty, asserted to
+-- end well), push(n, ...) (an App\Jobs\Simple job; returns its row id) and
+-- count(where) (the jobs table's rows).
+function M.tools(server, assert)
     local function env(extra)
         local e = server.env({ QUEUE_CONNECTION = "database" })
         for k, v in pairs(extra or {}) do e[k] = v end
@@ -55,6 +60,12 @@ function M.contract(server, it, before_each, assert)
         return tonumber(server.sql("select count(*) from jobs" .. (where and " where " .. where or ""))
             :match("%d+"))
     end
+
+    return env, work, push, count
+end
+
+function M.contract(server, it, before_each, assert)
+    local env, work, push, count = M.tools(server, assert)
 
     before_each(function()
         H.flush()
@@ -361,34 +372,6 @@ function M.contract(server, it, before_each, assert)
     end
 
     if server.mixed then
-        it("keeps the reservation of a job running four times retry_after while PHP's queue:work and "
-            .. "another luaworker poll the queue: it runs once", function()
-            push("long")
-            local e = env({ DB_QUEUE_RETRY_AFTER = "3" })
-            local args = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
-            local first = H.spawn(args, { env = e })
-            local others = {}
-            local ok, err = pcall(function()
-                H.wait_until(function() return count("reserved_at is not null") == 1 end, 10, "the job's start")
-                others[1] = H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, e)
-                others[2] = H.spawn(args, { env = e })
-                H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
-                H.sleep(1)
-                -- (PHP's run is recorded as it starts, luaworker's starts on long_starts)
-                assert.are.same({ "1" }, H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1))
-                assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
-                assert.are.equal(1, #runs(), cjson.encode(runs()))
-                assert.are.equal(0, count())
-                assert.are.equal("", server.sql("select id from failed_jobs"))
-            end)
-            first:kill("TERM")
-            if others[1] then others[1].stop() end
-            if others[2] then others[2]:kill("TERM") end
-            first:wait()
-            if others[2] then others[2]:wait() end
-            if not ok then error(err, 0) end
-        end)
-
         it("shares WithoutOverlapping's lock in the app's database cache store with PHP's queue:work: no "
             .. "two jobs of one key ever run at once, whichever runtime runs them", function()
             server.sql("delete from cache_locks")
@@ -432,84 +415,6 @@ function M.contract(server, it, before_each, assert)
             assert.are.equal("", failed, what)
         end)
     end
-
-    -- Leases (worker/database_lease_keeper.h): a worker spawned on the queue, stopped
-    -- after fn(worker) however it ends; those fn adds to others too.
-    local function leasing(args, fn)
-        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
-        for _, a in ipairs(args.args or {}) do full[#full + 1] = a end
-        local w = H.spawn(full, { env = env(args.env), group = args.group })
-        local others = {}
-        local function other(php)
-            local o = php and H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, env(args.env))
-                or H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch",
-                    "--tries=3" }, { env = env(args.env) })
-            others[#others + 1] = { o = o, php = php }
-        end
-        local ok, err = pcall(fn, w, other)
-        if args.group and not w:status() then w:kill_group("KILL") end
-        w:stop()
-        for _, o in ipairs(others) do
-            if o.php then o.o.stop() else o.o:stop() end
-        end
-        if not ok then error(err, 0) end
-    end
-
-    local function starts()
-        return H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1)
-    end
-
-    it("keeps the reservation of a job whose handler computes without yielding past retry_after while "
-        .. "another worker polls the queue: it runs once", function()
-        push("crunch")
-        leasing({ env = { DB_QUEUE_RETRY_AFTER = "2" } }, function(w, other)
-            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
-            other(false)
-            if server.mixed then other(true) end
-            H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
-            H.sleep(1.5)
-            assert.are.same({ "1" }, starts(), w:stderr())
-            assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
-            assert.are.equal(1, #runs(), cjson.encode(runs()))
-            assert.are.equal(0, count())
-        end)
-    end)
-
-    it("lets another worker take a job within seconds once its worker group is killed, the attempt "
-        .. "counted", function()
-        push("minute")
-        leasing({ args = { "--heartbeat=1", "--timeout=120" }, group = true }, function(w, other)
-            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
-            -- renewed to expire two heartbeats on: reserved_at + retry_after (90)
-            H.sleep(2.5)
-            local reserved_at = tonumber(server.sql("select reserved_at from jobs"):match("%d+"))
-            assert.is_true(reserved_at + 90 <= os.time() + 3, "not renewed: " .. tostring(reserved_at))
-            w:kill_group("KILL")
-            local killed = os.time()
-            other(server.mixed)
-            H.wait_until(function() return #runs() == 1 or #starts() == 2 end, 15, "the job to run again")
-            assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
-            local attempts = server.mixed and runs()[1].attempts or tonumber(starts()[2])
-            assert.are.equal(2, attempts)
-        end)
-    end)
-
-    it("says once, naming the job, that a lease ran out while the database did not take its renewals",
-        function()
-        push("six")
-        leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w)
-            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
-            H.sleep(1)
-            -- the jobs table locked for 3.5 s: the renewals wait, and the lease (2 s) runs out
-            local lock = io.popen(server.locking(3.5) .. " >/dev/null 2>&1")
-            lock:close()
-            H.wait_until(function() return #runs() == 1 end, 30, "the job's end")
-            H.sleep(1.5)
-            local _, said = w:stderr():gsub("could not renew the reservation of App\\Jobs\\Simple %(attempt 1%) "
-                .. "before it expired %(the database out of reach[^)]*%): another worker may run it too", "")
-            assert.are.equal(1, said, w:stderr())
-        end)
-    end)
 
     it("takes WithoutOverlapping's lock as DatabaseLock does in the app's database cache store, with no "
         .. "Redis at all: held back by another owner's row, taking an expired one", function()
@@ -666,51 +571,6 @@ for n = 1, 150 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.are.equal(150, #runs(), r.stderr)
         assert.are.equal(0, count())
         assert.are.equal("0", server.sql("select count(*) from failed_jobs"):match("%d+"))
-    end)
-
-    it("fails at once a job whose process was ended for running past its timeout, on its last try",
-        function()
-        push("busy", "--timeout=1", "--tries=1")
-        local r = work()
-        assert.matches("ran past its timeout of 1s; its process was ended; failed", r.stderr)
-        assert.are.equal(0, count())
-        local exception = server.sql("select exception from failed_jobs")
-        -- (Laravel before 10.10 words a timeout as MaxAttemptsExceededException)
-        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Simple has been "
-            .. "attempted too many times", exception)
-        assert.matches('s:4:\\"busy', server.sql("select payload from failed_jobs"), 1, true)
-        assert.is_nil(runs()[1], "the job never got to record its run")
-    end)
-
-    it("gives a job stopped past its timeout back at once, its attempt counted, until its last try fails "
-        .. "it", function()
-        push("slow-timeout", "--timeout=1", "--tries=3")
-        -- (--concurrency=2: stopped where it waits, its process going on)
-        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--no-watch",
-            "--concurrency=2" }, { env = env() })
-        local failed = pcall(H.wait_until, function()
-            return server.sql("select count(*) from failed_jobs"):match("%d+") == "1"
-        end, 20)
-        w:stop()
-        assert.is_true(failed, "not failed within 20 s: " .. w:stderr())
-        local _, back = w:stderr():gsub("ran past its timeout of 1s; it was stopped where it waited, and it goes "
-            .. "back to its queue with the attempt counted", "")
-        assert.are.equal(2, back, w:stderr())
-        assert.matches("%(attempt 3%) ran past its timeout of 1s; it was stopped where it waited; failed", w:stderr())
-        assert.are.equal(0, count())
-        assert.is_nil(runs()[1], "no run got to its end")
-    end)
-
-    it("does not pop again a job that ran past retry_after and ended, its delete going with that pop",
-        function()
-        push("slow1")
-        push("next")
-        -- --concurrency=1: no pop while the slow job runs (1.5 s, past retry_after 1)
-        work({ "--concurrency=1" }, { env = { DB_QUEUE_RETRY_AFTER = "1" } })
-        local n = {}
-        for _, r in ipairs(runs()) do n[#n + 1] = r.props.n .. ":" .. r.attempts end
-        assert.are.same({ "slow1:1", "next:1" }, n)
-        assert.are.equal(0, count())
     end)
 
     -- Runs a script inside luaworker that inserts rows of App\Jobs\Simple with

@@ -1,0 +1,173 @@
+-- How a worker on Laravel's database queue holds the jobs it runs, alike on every
+-- server: leases renewed while a job runs (worker/database_lease_keeper.h), the
+-- rules for a job past its timeout, and a job that ran past retry_after.
+-- spec/database_queue_*_spec.lua calls it after spec/database_queue_contract.lua's
+-- contract, in the same describe, whose before_each empties the tables; server as
+-- there.
+local H = require "spec.helpers"
+local C = require "spec.database_queue_contract"
+local cjson = H.json
+
+local M = {}
+
+local HANDLERS = C.HANDLERS
+local runs = C.runs
+
+function M.contract(server, it, assert)
+    local env, work, push, count = C.tools(server, assert)
+
+    if server.mixed then
+        it("keeps the reservation of a job running four times retry_after while PHP's queue:work and "
+            .. "another luaworker poll the queue: it runs once", function()
+            push("long")
+            local e = env({ DB_QUEUE_RETRY_AFTER = "3" })
+            local args = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
+            local first = H.spawn(args, { env = e })
+            local others = {}
+            local ok, err = pcall(function()
+                H.wait_until(function() return count("reserved_at is not null") == 1 end, 10, "the job's start")
+                others[1] = H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, e)
+                others[2] = H.spawn(args, { env = e })
+                H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
+                H.sleep(1)
+                -- (PHP's run is recorded as it starts, luaworker's starts on long_starts)
+                assert.are.same({ "1" }, H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1))
+                assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
+                assert.are.equal(1, #runs(), cjson.encode(runs()))
+                assert.are.equal(0, count())
+                assert.are.equal("", server.sql("select id from failed_jobs"))
+            end)
+            first:kill("TERM")
+            if others[1] then others[1].stop() end
+            if others[2] then others[2]:kill("TERM") end
+            first:wait()
+            if others[2] then others[2]:wait() end
+            if not ok then error(err, 0) end
+        end)
+    end
+
+    -- Leases (worker/database_lease_keeper.h): a worker spawned on the queue, stopped
+    -- after fn(worker) however it ends; those fn adds to others too.
+    local function leasing(args, fn)
+        local full = { "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch", "--tries=3" }
+        for _, a in ipairs(args.args or {}) do full[#full + 1] = a end
+        local w = H.spawn(full, { env = env(args.env), group = args.group })
+        local others = {}
+        local function other(php)
+            local o = php and H.spawn_artisan({ "queue:work", "database", "--sleep=1", "--tries=3" }, env(args.env))
+                or H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch",
+                    "--tries=3" }, { env = env(args.env) })
+            others[#others + 1] = { o = o, php = php }
+        end
+        local ok, err = pcall(fn, w, other)
+        if args.group and not w:status() then w:kill_group("KILL") end
+        w:stop()
+        for _, o in ipairs(others) do
+            if o.php then o.o.stop() else o.o:stop() end
+        end
+        if not ok then error(err, 0) end
+    end
+
+    local function starts()
+        return H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1)
+    end
+
+    it("keeps the reservation of a job whose handler computes without yielding past retry_after while "
+        .. "another worker polls the queue: it runs once", function()
+        push("crunch")
+        leasing({ env = { DB_QUEUE_RETRY_AFTER = "2" } }, function(w, other)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            other(false)
+            if server.mixed then other(true) end
+            H.wait_until(function() return #runs() > 0 end, 30, "the job's end")
+            H.sleep(1.5)
+            assert.are.same({ "1" }, starts(), w:stderr())
+            assert.are.same({ { "lua", 1 } }, { { runs()[1].runner, runs()[1].attempts } })
+            assert.are.equal(1, #runs(), cjson.encode(runs()))
+            assert.are.equal(0, count())
+        end)
+    end)
+
+    it("lets another worker take a job within seconds once its worker group is killed, the attempt "
+        .. "counted", function()
+        push("minute")
+        leasing({ args = { "--heartbeat=1", "--timeout=120" }, group = true }, function(w, other)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            -- renewed to expire two heartbeats on: reserved_at + retry_after (90)
+            H.sleep(2.5)
+            local reserved_at = tonumber(server.sql("select reserved_at from jobs"):match("%d+"))
+            assert.is_true(reserved_at + 90 <= os.time() + 3, "not renewed: " .. tostring(reserved_at))
+            w:kill_group("KILL")
+            local killed = os.time()
+            other(server.mixed)
+            H.wait_until(function() return #runs() == 1 or #starts() == 2 end, 15, "the job to run again")
+            assert.is_true(os.time() - killed <= 5, "took " .. (os.time() - killed) .. " s")
+            local attempts = server.mixed and runs()[1].attempts or tonumber(starts()[2])
+            assert.are.equal(2, attempts)
+        end)
+    end)
+
+    it("says once, naming the job, that a lease ran out while the database did not take its renewals",
+        function()
+        push("six")
+        leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w)
+            H.wait_until(function() return #starts() == 1 end, 10, "the job's start")
+            H.sleep(1)
+            -- the jobs table locked for 3.5 s: the renewals wait, and the lease (2 s) runs out
+            local lock = io.popen(server.locking(3.5) .. " >/dev/null 2>&1")
+            lock:close()
+            H.wait_until(function() return #runs() == 1 end, 30, "the job's end")
+            H.sleep(1.5)
+            local _, said = w:stderr():gsub("could not renew the reservation of App\\Jobs\\Simple %(attempt 1%) "
+                .. "before it expired %(the database out of reach[^)]*%): another worker may run it too", "")
+            assert.are.equal(1, said, w:stderr())
+        end)
+    end)
+
+    it("fails at once a job whose process was ended for running past its timeout, on its last try",
+        function()
+        push("busy", "--timeout=1", "--tries=1")
+        local r = work()
+        assert.matches("ran past its timeout of 1s; its process was ended; failed", r.stderr)
+        assert.are.equal(0, count())
+        local exception = server.sql("select exception from failed_jobs")
+        -- (Laravel before 10.10 words a timeout as MaxAttemptsExceededException)
+        assert.matches("^Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\Simple has been "
+            .. "attempted too many times", exception)
+        assert.matches('s:4:\\"busy', server.sql("select payload from failed_jobs"), 1, true)
+        assert.is_nil(runs()[1], "the job never got to record its run")
+    end)
+
+    it("gives a job stopped past its timeout back at once, its attempt counted, until its last try fails "
+        .. "it", function()
+        push("slow-timeout", "--timeout=1", "--tries=3")
+        -- (--concurrency=2: stopped where it waits, its process going on)
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--no-watch",
+            "--concurrency=2" }, { env = env() })
+        local failed = pcall(H.wait_until, function()
+            return server.sql("select count(*) from failed_jobs"):match("%d+") == "1"
+        end, 20)
+        w:stop()
+        assert.is_true(failed, "not failed within 20 s: " .. w:stderr())
+        local _, back = w:stderr():gsub("ran past its timeout of 1s; it was stopped where it waited, and it goes "
+            .. "back to its queue with the attempt counted", "")
+        assert.are.equal(2, back, w:stderr())
+        assert.matches("%(attempt 3%) ran past its timeout of 1s; it was stopped where it waited; failed", w:stderr())
+        assert.are.equal(0, count())
+        assert.is_nil(runs()[1], "no run got to its end")
+    end)
+
+    it("does not pop again a job that ran past retry_after and ended, its delete going with that pop",
+        function()
+        push("slow1")
+        push("next")
+        -- --concurrency=1: no pop while the slow job runs (1.5 s, past retry_after 1)
+        work({ "--concurrency=1" }, { env = { DB_QUEUE_RETRY_AFTER = "1" } })
+        local n = {}
+        for _, r in ipairs(runs()) do n[#n + 1] = r.props.n .. ":" .. r.attempts end
+        assert.are.same({ "slow1:1", "next:1" }, n)
+        assert.are.equal(0, count())
+    end)
+end
+
+return M
