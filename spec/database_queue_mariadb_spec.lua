@@ -17,7 +17,7 @@ end
 
 describe("the database queue on MariaDB", function()
     local mariadb
-    local server = { php = true, mixed = true, key_column = "`key`" }
+    local server = { php = true, mixed = true, holds_ahead = true, key_column = "`key`" }
     -- MySQL's string literals take backslash escapes
     function server.literal(text)
         return "'" .. text:gsub("\\", "\\\\"):gsub("'", "''") .. "'"

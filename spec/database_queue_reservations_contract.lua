@@ -107,6 +107,102 @@ function M.contract(server, it, assert)
         end)
     end)
 
+    -- The Lua dispatches lua makes (luaworker pre-required).
+    local function dispatch(lua)
+        local file = H.tmpdir() .. "/push.lua"
+        H.write_file(file, 'local luaworker = require "luaworker"\n' .. lua)
+        assert.are.equal(0, H.run({ "lua", file }, { env = env() }).status)
+    end
+
+    -- The runs of quick jobs (a number n), as they ended.
+    local function quick()
+        local list = {}
+        for _, run in ipairs(runs()) do
+            if type(run.props.n) == "number" then list[#list + 1] = run end
+        end
+        return list
+    end
+
+    -- 20 quick jobs are pushed; the function returned, called once a worker runs,
+    -- waits for them (they set its pace: it holds the rows ahead that it can start
+    -- within 0.05 s), then pushes the job long and 10 quick ones behind it (21 to
+    -- 30), which the pop that takes it holds.
+    local function paced(long)
+        dispatch([[for n = 1, 20 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end]])
+        return function()
+            H.wait_until(function() return #quick() == 20 end, 15, "the first jobs to run")
+            dispatch([[luaworker.dispatch("App\\Jobs\\Simple", { n = "]] .. long .. [[" })
+for n = 21, 30 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end]])
+        end
+    end
+
+    -- Each quick job ran once, on its first attempt.
+    local function each_quick_once()
+        local seen = {}
+        for _, run in ipairs(quick()) do
+            assert.is_nil(seen[run.props.n], run.props.n .. " ran twice")
+            seen[run.props.n] = true
+            assert.are.equal(1, run.attempts, cjson.encode(run))
+        end
+    end
+
+    -- The rows held ahead (reserved, their attempts uncounted), checked by server.
+    local function held_ahead(w)
+        local held = count("reserved_at is not null and attempts = 0")
+        if server.holds_ahead then
+            assert.is_true(held > 0, "no row held ahead: " .. w:stderr())
+        else
+            assert.are.equal(0, held)
+        end
+    end
+
+    it("holds the rows ahead of a worker running one job at a time with their attempts uncounted "
+        .. "(not on SQLite): its worker group killed in a job's middle, that job comes back counted, "
+        .. "the rows held uncounted, within seconds", function()
+        local rest = paced("minute")
+        leasing({ args = { "--heartbeat=1", "--timeout=120" }, group = true }, function(w, other)
+            rest()
+            H.wait_until(function() return #starts() == 1 end, 15, "the long job's start")
+            assert.are.equal(1, count("reserved_at is not null and attempts = 1"))
+            held_ahead(w)
+            w:kill_group("KILL")
+            local killed = os.time()
+            other(server.mixed)
+            H.wait_until(function() return #quick() == 30 end, 20, "the rows held to run")
+            assert.is_true(os.time() - killed <= 7, "took " .. (os.time() - killed) .. " s")
+            each_quick_once()
+            -- (PHP's run is recorded as it starts, luaworker's start on long_starts)
+            local function again()
+                for _, run in ipairs(runs()) do
+                    if run.props.n == "minute" then return run.attempts end
+                end
+                return tonumber(starts()[2])
+            end
+            H.wait_until(again, 15, "the long job to run again")
+            assert.are.equal(2, again())
+        end)
+    end)
+
+    it("gives back the rows it held, uncounted, when their leases ran out as they waited their turn "
+        .. "(the database out of reach), and takes them again", function()
+        local rest = paced("six")
+        leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w)
+            rest()
+            H.wait_until(function() return #starts() == 1 end, 15, "the long job's start")
+            held_ahead(w)
+            H.sleep(1)
+            -- the jobs table locked for 3.5 s: the renewals wait, and the leases (2 s)
+            -- run out, the long job's and those of the rows held behind it
+            local lock = io.popen(server.locking(3.5) .. " >/dev/null 2>&1")
+            lock:close()
+            H.wait_until(function() return #quick() == 30 and #runs() == 31 end, 30, "every job's end")
+            each_quick_once()
+            local _, said = w:stderr():gsub("its row's reservation came near its end while it waited its "
+                .. "turn [^\n]*: the rows held ahead go back, uncharged, and the worker takes them again", "")
+            assert.are.equal(server.holds_ahead and 1 or 0, said, w:stderr())
+        end)
+    end)
+
     it("says once, naming the job, that a lease ran out while the database did not take its renewals",
         function()
         push("six")

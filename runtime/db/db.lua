@@ -461,6 +461,14 @@ function M.table_name(variable, default)
     return name
 end
 
+-- Whether a statement of a task that has no connection of db yet would be sent
+-- at once: an open connection is idle in its pool (none to make, none to wait for).
+function M.ready(db)
+    local idle = db.idle
+    while #idle > 0 and not db.driver.alive(idle[#idle]) do discard(db, table.remove(idle)) end
+    return #idle > 0
+end
+
 -- Forgets the db of connection name, closing its idle connections: the next
 -- M.connection(name) reads its settings again (luaworker.testing's database()).
 function M.forget(name)

@@ -192,12 +192,14 @@ local function read_payloads(self, d, rows)
     end
 end
 
--- The records of rows (as popped), by id, reserved now.
-local function records(q, rows, now)
+-- The records of rows (as popped), by id, reserved at reserved_at, their attempts
+-- as their jobs count them (this one counted); held: counted in the record only,
+-- not yet in the row (Queue:pop's hold).
+local function records(q, rows, reserved_at, held)
     local list = {}
     for i, row in ipairs(rows) do
         list[i] = { id = row.id, queue = q, payload = row.payload, attempts = tonumber(row.attempts),
-            reserved_at = now, bytes = tonumber(row.bytes) }
+            reserved_at = reserved_at, bytes = tonumber(row.bytes), held = held or nil }
     end
     table.sort(list, function(a, b) return tonumber(a.id) < tonumber(b.id) end)
     return list
@@ -209,7 +211,8 @@ end
 -- statement see the same rows: a row being deleted (a job that ran past
 -- retry_after and ended) is kept out of the pop by name. Rows past max_bytes are
 -- given back at once (unreserve), and payloads the reply left out read after it.
-local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes)
+-- The rows are reserved at reserved_at; hold: their attempts not counted.
+local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes, reserved_at, hold)
     local t, bindings, head, unlike = self.quoted_table, {}, "with ", ""
     if #deletes > 500 then
         -- (a statement's bindings are limited: many deletes go first, in batches)
@@ -222,14 +225,19 @@ local function pop_in_one_statement(self, q, deletes, limit, lock, now, max_byte
         for i, id in ipairs(deletes) do bindings[i] = id end
     end
     local n = #bindings
-    bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after, now
+    bindings[n + 1], bindings[n + 2], bindings[n + 3], bindings[n + 4] = q, now, now - self.retry_after,
+        reserved_at
+    local charge = hold and "" or ", attempts = " .. t .. ".attempts + 1"
     local rows = self.db:select(head .. "next as (select id from " .. t
         .. " where " .. POPPABLE .. unlike .. fits("pgsql", max_bytes)
         .. " order by id asc limit " .. limit .. lock .. ") update " .. t
-        .. " set reserved_at = ?, attempts = " .. t .. ".attempts + 1 from next where " .. t .. ".id = next.id "
+        .. " set reserved_at = ?" .. charge .. " from next where " .. t .. ".id = next.id "
         .. "returning " .. t .. ".id, " .. t .. ".attempts, "
         .. payload_columns("pgsql", t .. ".payload", max_bytes, limit), bindings)
-    local taken, others = within(records(q, rows, now), max_bytes)
+    if hold then
+        for _, row in ipairs(rows) do row.attempts = tonumber(row.attempts) + 1 end
+    end
+    local taken, others = within(records(q, rows, reserved_at, hold), max_bytes)
     if #others > 0 then self:unreserve(others) end
     read_payloads(self, self.db, taken)
     return taken
@@ -243,14 +251,19 @@ end
 -- (Laravel's deleteReserved of each; one commit instead of two). max_bytes
 -- (optional): the most bytes of payloads the pop takes (the first row always); a
 -- row whose payload alone is longer is left as it is (M.oversized finds it).
-function Queue:pop(q, deletes, limit, max_bytes)
+-- reserved_at (optional): the reserved_at the rows get, instead of now (a lease's,
+-- worker/database_leases.lua). hold (optional): the rows are held instead, their
+-- attempts not counted in the rows (records' held: their attempts are one more
+-- than their rows'), each counted as its job starts (Queue:start_statement), or
+-- given back as they were (Queue:unreserve).
+function Queue:pop(q, deletes, limit, max_bytes, reserved_at, hold)
     local lock = self:lock_clause()
     local now = host.now()
     deletes = deletes or {}
     limit = math.max(1, math.min(math.floor(limit or 1), M.POP_MOST))
     local driver = self.db.driver_name
     if driver == "pgsql" then
-        return pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes)
+        return pop_in_one_statement(self, q, deletes, limit, lock, now, max_bytes, reserved_at or now, hold)
     end
     return self.db:transaction(function(d)
         if #deletes > 0 then delete_rows(self, d, deletes) end
@@ -261,14 +274,14 @@ function Queue:pop(q, deletes, limit, max_bytes)
         if #rows == 0 then return {} end
         rows = within(rows, max_bytes)
         read_payloads(self, d, rows)
-        local ids = { now }
+        local ids = { reserved_at or now }
         for i, row in ipairs(rows) do
             ids[i + 1] = row.id
             row.attempts = (tonumber(row.attempts) or 0) + 1
         end
-        d:update("update " .. self.quoted_table .. " set reserved_at = ?, attempts = attempts + 1 where id"
-            .. in_list(#rows), ids)
-        return records(q, rows, now)
+        d:update("update " .. self.quoted_table .. " set reserved_at = ?"
+            .. (hold and "" or ", attempts = attempts + 1") .. " where id" .. in_list(#rows), ids)
+        return records(q, rows, reserved_at or now, hold)
     end)
 end
 
@@ -285,16 +298,62 @@ function Queue:oversized(q, max_bytes)
 end
 
 -- Gives back jobs popped that did not start (records as pop returned them): each
--- row is available again, its attempt uncounted, unless it was popped again since
--- (its reservation expired).
+-- row is available again, its attempt uncounted (a held one's was not counted),
+-- unless it was popped again since (its reservation expired; a held row's
+-- reservation may have been renewed since its pop: its attempts tell it).
 function Queue:unreserve(list)
     if #list == 0 then return end
     self.db:transaction(function(d)
         for _, r in ipairs(list) do
-            d:update("update " .. self.quoted_table .. " set reserved_at = null, attempts = attempts - 1 "
-                .. "where id = ? and reserved_at = ? and attempts = ?", { r.id, r.reserved_at, r.attempts })
+            if r.held then
+                d:update("update " .. self.quoted_table .. " set reserved_at = null where id = ? "
+                    .. "and attempts = ? and reserved_at is not null", { r.id, r.attempts - 1 })
+            else
+                d:update("update " .. self.quoted_table .. " set reserved_at = null, attempts = attempts - 1 "
+                    .. "where id = ? and reserved_at = ? and attempts = ?", { r.id, r.reserved_at, r.attempts })
+            end
         end
     end)
+end
+
+-- v, a row's id or attempts, as the digits of a statement's text; raises for
+-- anything else.
+local function digits_of(v)
+    local text = type(v) == "number" and string.format("%d", v) or tostring(v)
+    if not text:match("^%d+$") then error("not a row's number: " .. text, 2) end
+    return text
+end
+
+-- The start of a held job (record, as a pop that held it returned it): the statement
+-- that counts its attempt and reserves it at reserved_at, while its row is still
+-- held as its pop made it (the same attempts, reserved); on PostgreSQL with the
+-- deletes of deletes (ids) in it, one commit. Its text has no bindings (its numbers
+-- in it), so that the driver sends it whole at once, as the caller then runs the
+-- job without waiting for its reply. It changes one row, or none when the row is
+-- no longer held (gone, or popped again once its reservation expired).
+function Queue:start_statement(record, reserved_at, deletes)
+    local t = self.quoted_table
+    local head = ""
+    if deletes and #deletes > 0 and self.db.driver_name == "pgsql" then
+        local ids = {}
+        for i, id in ipairs(deletes) do ids[i] = digits_of(id) end
+        head = "with deleted as (delete from " .. t .. " where id in (" .. table.concat(ids, ", ") .. ")) "
+    end
+    return head .. "update " .. t .. " set attempts = attempts + 1, reserved_at = " .. digits_of(reserved_at)
+        .. " where id = " .. digits_of(record.id) .. " and attempts = " .. digits_of(record.attempts - 1)
+        .. " and reserved_at is not null"
+end
+
+-- Whether a start statement carries deletes (Queue:start_statement).
+function Queue:starts_carry_deletes()
+    return self.db.driver_name == "pgsql"
+end
+
+-- The attempts of row id while it is reserved, or nil (gone, or not reserved).
+function Queue:reserved_attempts(id)
+    local row = self.db:select("select attempts from " .. self.quoted_table
+        .. " where id = ? and reserved_at is not null", { id })[1]
+    return row and tonumber(row.attempts) or nil
 end
 
 -- The record of the reserved row id (as pop returned it), or nil when the row is
@@ -338,11 +397,12 @@ end
 
 -- The renewal of a job in flight's reservation (worker/database_lease_keeper.h),
 -- in four parts around its numbers: the new reserved_at, the row's id, the attempts
--- its pop counted. It matches the row only while it holds that pop's reservation:
--- any later pop, PHP's or luaworker's, counts one attempt more.
+-- its pop counted (a list: a held job's start, sent, counts one more). It matches
+-- the row only while it holds that pop's reservation: any later pop, PHP's or
+-- luaworker's, counts one attempt more.
 function Queue:lease_statement()
     return { "update " .. self.quoted_table .. " set reserved_at = ", " where id = ",
-        " and attempts = ", " and reserved_at is not null" }
+        " and attempts in (", ") and reserved_at is not null" }
 end
 
 -- Ends the reservation of a job that no longer runs (record as pop returned it),

@@ -66,6 +66,22 @@ static int l_host_database_lease(lua_State *L)
     return 1;
 }
 
+/* host.database_lease_charge(handle, confirmed): a held job's start was sent
+ * (false), then confirmed (true): database_lease_keeper_charge. */
+static int l_host_database_lease_charge(lua_State *L)
+{
+    database_lease_keeper_charge((int)luaL_checkinteger(L, 1), lua_toboolean(L, 2));
+    return 0;
+}
+
+/* host.database_lease_expires(handle) -> the Unix second its reservation expires, as
+ * last confirmed; 0 when it lapsed or is no longer this worker's. */
+static int l_host_database_lease_expires(lua_State *L)
+{
+    lua_pushnumber(L, database_lease_keeper_expires((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
+
 /* host.database_lease_end(handle) -> true when its lease had lapsed and
  * host.database_lease_lapses did not say so yet: its renewals stop. */
 static int l_host_database_lease_end(lua_State *L)
@@ -103,6 +119,8 @@ static const luaL_Reg functions[] = {
     {"database_leases", l_host_database_leases},
     {"database_lease", l_host_database_lease},
     {"database_lease_end", l_host_database_lease_end},
+    {"database_lease_charge", l_host_database_lease_charge},
+    {"database_lease_expires", l_host_database_lease_expires},
     {"database_lease_lapses", l_host_database_lease_lapses},
     {"database_lease_error", l_host_database_lease_error},
     {NULL, NULL},

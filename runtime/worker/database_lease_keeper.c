@@ -23,6 +23,7 @@ struct held {
     int used;
     unsigned gen;          /* counts the uses of this entry: an outcome for an earlier one is dropped */
     long long id, attempts;
+    int charging;          /* a held job whose start (attempts + 1) was sent, not confirmed */
     double expires;        /* when its reservation expires as last confirmed (a Unix second) */
     double renew_at;       /* when to renew next */
     int renewing;          /* the thread is renewing it */
@@ -35,6 +36,7 @@ struct due {
     int handle;
     unsigned gen;
     long long id, attempts;
+    int charging;
 };
 
 /* The keeper's state, one a process. mu guards everything the two threads share
@@ -97,7 +99,7 @@ static int take_due(struct due **list, int *cap, double *next)
             *cap = grown;
         }
         j->renewing = 1;
-        (*list)[n++] = (struct due){i, j->gen, j->id, j->attempts};
+        (*list)[n++] = (struct due){i, j->gen, j->id, j->attempts, j->charging};
     }
     return n;
 }
@@ -106,9 +108,13 @@ static int take_due(struct due **list, int *cap, double *next)
  * without mu. */
 static int renew(const struct due *d, long long value)
 {
-    char sql[SQL_MAX], err[256];
-    snprintf(sql, sizeof sql, "%s%lld%s%lld%s%lld%s", dk.parts[0], value, dk.parts[1], d->id,
-             dk.parts[2], d->attempts, dk.parts[3]);
+    char sql[SQL_MAX], err[256], attempts[48];
+    if (d->charging)
+        snprintf(attempts, sizeof attempts, "%lld, %lld", d->attempts, d->attempts + 1);
+    else
+        snprintf(attempts, sizeof attempts, "%lld", d->attempts);
+    snprintf(sql, sizeof sql, "%s%lld%s%lld%s%s%s", dk.parts[0], value, dk.parts[1], d->id,
+             dk.parts[2], attempts, dk.parts[3]);
     long long changed = 0;
     int rc = sql_session_run(dk.session, sql, &changed, err, sizeof err);
     pthread_mutex_lock(&dk.mu);
@@ -200,7 +206,7 @@ int database_lease_keeper_start(struct sql_session *session,
         sql_session_free(session);
         return 0;
     }
-    size_t len = 3 * 20 + 1;
+    size_t len = 4 * 20 + 3;
     for (int i = 0; i < DATABASE_LEASE_SQL_PARTS; i++)
         len += strlen(parts[i]);
     if (len > SQL_MAX) {
@@ -267,6 +273,38 @@ int database_lease_keeper_hold(long long id, long long attempts, double expires_
         pthread_cond_signal(&dk.cv);  /* its first renewal comes before the wait's end */
     pthread_mutex_unlock(&dk.mu);
     return handle;
+}
+
+int database_lease_keeper_charge(int handle, int confirmed)
+{
+    pthread_mutex_lock(&dk.mu);
+    if (handle < 0 || handle >= dk.jobs.cap || !at(handle)->used) {
+        pthread_mutex_unlock(&dk.mu);
+        return -1;
+    }
+    struct held *j = at(handle);
+    if (!confirmed) {
+        j->charging = 1;
+    } else if (j->charging) {
+        j->charging = 0;
+        j->attempts++;
+    }
+    pthread_mutex_unlock(&dk.mu);
+    return 0;
+}
+
+double database_lease_keeper_expires(int handle)
+{
+    pthread_mutex_lock(&dk.mu);
+    double expires = 0;
+    if (handle >= 0 && handle < dk.jobs.cap && at(handle)->used) {
+        struct held *j = at(handle);
+        look_at(j);
+        if (!j->lapsed && !j->gone)
+            expires = j->expires;
+    }
+    pthread_mutex_unlock(&dk.mu);
+    return expires;
 }
 
 int database_lease_keeper_release(int handle)

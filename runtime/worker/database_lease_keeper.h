@@ -13,7 +13,9 @@
  * costs no statement. Each renewal is one
  * UPDATE, autocommitted, conditioned on the row holding the reservation of this
  * worker's pop: its id, the attempts that pop counted, reserved_at not null (any
- * later pop, PHP's or luaworker's, counts one more). So no worker takes the job
+ * later pop, PHP's or luaworker's, counts one more). A job held ahead, its attempt
+ * not counted, is renewed the same way; once its start (which counts it) is sent,
+ * its renewals match either count until the start is confirmed. So no worker takes the job
  * again while this one lives, however long it runs; once the process is gone, the
  * lease runs out within a lease and the next pop of any worker takes the
  * job again, the attempt it used counted by the row. A row no longer matched (the
@@ -30,10 +32,10 @@
 
 #include "db/sql_session.h"
 
-/* The renewal's statement, in four parts around its three numbers: parts[0] V
- * parts[1] ID parts[2] ATTEMPTS parts[3], where V is the new reserved_at; for
- * instance "update jobs set reserved_at = ", " where id = ", " and attempts = ",
- * " and reserved_at is not null". */
+/* The renewal's statement, in four parts around its numbers: parts[0] V parts[1] ID
+ * parts[2] ATTEMPTS parts[3], where V is the new reserved_at and ATTEMPTS a list of
+ * one or two counts; for instance "update jobs set reserved_at = ", " where id = ",
+ * " and attempts in (", ") and reserved_at is not null". */
 enum { DATABASE_LEASE_SQL_PARTS = 4 };
 
 /* Starts the thread over session (taken: freed with the keeper), with leases of
@@ -49,6 +51,15 @@ int database_lease_keeper_start(struct sql_session *session,
  * retry_after). Returns a handle (>= 0) for database_lease_keeper_release, or -1
  * when out of memory (the job then keeps its reservation as its pop made it). */
 int database_lease_keeper_hold(long long id, long long attempts, double expires_wall);
+
+/* A held job's start, which counts one attempt more: sent (confirmed 0: renewals
+ * match either count), then confirmed (1: the count is one more). Returns -1 for
+ * a handle not held. */
+int database_lease_keeper_charge(int handle, int confirmed);
+
+/* When handle's reservation expires, as last confirmed (a Unix second); 0 when its
+ * lease lapsed, its row is no longer this reservation's, or it is not held. */
+double database_lease_keeper_expires(int handle);
 
 /* Stops renewing handle's lease (its job ended). Returns 1 when its lease had lapsed
  * and database_lease_keeper_lapsed did not say so yet, else 0. */

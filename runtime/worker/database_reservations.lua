@@ -8,6 +8,14 @@
 -- of the loop; no heartbeat. The few a stop, a pause or maintenance finds popped and
 -- not started are given back, their attempts uncounted.
 --
+-- A worker that runs one job at a time on PostgreSQL or MariaDB holds rows ahead
+-- instead: a pop reserves as many as it can start within BATCH_BUDGET (at most
+-- HOLD_MOST) without counting their attempts, their leases renewed while they wait
+-- (worker/database_leases.lua); each job's start counts its attempt, sent without
+-- waiting (worker/database_starts.lua). Rows held and not started come back
+-- uncharged whatever happens: given back by a stop, a pause or maintenance, or when
+-- a lease lapses; their reservation expires within a lease once the worker is gone.
+--
 -- A job in flight keeps its reservation, renewed while it runs by a thread of the
 -- worker (worker/database_leases.lua). A job whose worker died comes back within a
 -- lease (two heartbeats, or retry_after when less): the next pop takes it, its attempt
@@ -48,6 +56,7 @@ local events = require "luaworker.base.events"
 local output = require "luaworker.worker.output"
 local jobs = require "luaworker.worker.job"
 local database_leases = require "luaworker.worker.database_leases"
+local database_starts = require "luaworker.worker.database_starts"
 local task = require "luaworker.loop.task"
 local settings = require "luaworker.base.settings"
 local paused = require("luaworker.worker.queue_paused").paused
@@ -57,14 +66,18 @@ local decode = cjson.new().decode
 local M = {}
 
 -- As reservations.BATCH_BUDGET (in_flight.room): none, so that a pop takes no more
--- jobs than there are free slots (a job popped has its attempt counted).
+-- jobs than there are free slots (a job popped has its attempt counted); rows held
+-- ahead (uncounted) as many as can start within 0.05 s, at most HOLD_MOST.
 M.BATCH_BUDGET = 0
+local HOLD_BUDGET, HOLD_MOST = 0.05, 32
 
 local options
+local waited_out, pending_deletes, give_back_popped  -- (defined below)
 local jobs_table     -- the database_queue over the connection's settings
 local listener       -- the jobs table's notifications (PostgreSQL, the trigger installed), or nil
 local unreachable_since    -- host.clock() since the database cannot be reached (said), or nil
 local gives_up             -- the worker's rule for a run meant to end (see M.setup)
+local holding = false      -- pops hold rows ahead (see the header)
 
 -- The connection's settings (DB_QUEUE_* and the app's database connection), with
 -- --retry-after over DB_QUEUE_RETRY_AFTER when it is given. Raises for a bad setting.
@@ -93,6 +106,10 @@ function M.setup(one_shot)
     local found, installed = pcall(database_notifications.installed, jobs_table)
     if found and installed then listener = database_notifications.listener(jobs_table) end
     database_leases.start(jobs_table)
+    database_starts.setup(jobs_table, waited_out, pending_deletes)
+    holding = options.concurrency == 1 and not options.once and options.rest <= 0
+        and jobs_table.db.driver_name ~= "sqlite" and database_leases.kept() and database_starts.possible()
+    M.BATCH_BUDGET = holding and HOLD_BUDGET or 0
 end
 
 local function say_unreachable(err)
@@ -120,7 +137,7 @@ end
 
 -- fn(first) until it returns, a lost connection waited out; first is false on the
 -- tries after one whose connection was lost (it may have committed).
-local function waited_out(fn)
+function waited_out(fn)
     local first = true
     return db.wait_out(function()
         local was_first = first
@@ -145,7 +162,19 @@ function M.attempts(job) return job:reserved_body().attempts end
 
 local deletes = {}  -- ids of the jobs that ended, whose rows go with the next pop
 
+pending_deletes = {
+    take = function()
+        local ids = deletes
+        deletes = {}
+        return ids
+    end,
+    put_back = function(ids)
+        for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
+    end,
+}
+
 function M.delete(job)
+    if job:reserved_body().held or job.start_lost then return database_starts.delete(job) end
     deletes[#deletes + 1] = job:reserved_body().id
 end
 
@@ -179,6 +208,7 @@ local function settle_deletes()
 end
 
 function M.release(job, delay, keep_attempts)
+    if not database_starts.settle(job) then return end
     waited_out(function()
         jobs_table:release(job:queue(), job:reserved_body(), delay, keep_attempts)
     end)
@@ -187,10 +217,20 @@ end
 -- and was not failed: its lease ends and so does its reservation, now, so that the
 -- next pop takes it again with the attempt it used counted.
 function M.abandon(job)
+    if not database_starts.settle(job) then return database_leases.release(job) end
     database_leases.release(job)
     waited_out(function() jobs_table:expire_reservation(job:reserved_body(), host.now()) end)
 end
 function M.start(job)
+    if job:reserved_body().held then
+        local started = database_starts.start(job)
+        if started ~= false then return started == true end
+        output.error(output.job_name(job) .. ": its row's reservation came near its end while it "
+            .. "waited its turn (the database out of reach, or a handler that held the loop): the "
+            .. "rows held ahead go back, uncharged, and the worker takes them again", job)
+        give_back_popped(job)
+        return false
+    end
     database_leases.hold(job)
     return true
 end
@@ -217,6 +257,12 @@ local function arm_flush()
     task.after(0, flush_at_turn_end)
 end
 
+-- A held job's delete (database_starts.delete): as M.delete's.
+function pending_deletes.add(id)
+    deletes[#deletes + 1] = id
+    arm_flush()
+end
+
 -- A job in flight ended: its delete waits for a pop in this turn, else is written
 -- at the turn's end (arm_flush).
 function M.finished(job)
@@ -229,15 +275,24 @@ end
 -- job the app's store refuses for good is kept in the jobs table, its row become
 -- the kept one in one statement (failed_jobs_kept): an app of the database queue
 -- may have no Redis.
+-- (A job held ahead waits for its start to be settled: database_starts.settle.)
+local job_of_record = setmetatable({}, { __mode = "kv" })  -- record -> its job (held ahead)
+local function ours(record)
+    local job = job_of_record[record]
+    return not job or database_starts.settle(job)
+end
 M.removal = {
     delete_reserved = function(q, record)
+        if not ours(record) then return end
         waited_out(function() jobs_table:delete_reserved(q, record.id) end)
     end,
     fail = function(q, record, failed)
         queue.fail(q, "", failed)
+        if not ours(record) then return end
         waited_out(function() jobs_table:delete_reserved(q, record.id) end)
     end,
     keep_kept = function(q, record, failed)
+        if not ours(record) then return end
         waited_out(function() failed_jobs_kept.keep(jobs_table, record.id, q, failed) end)
     end,
 }
@@ -257,6 +312,7 @@ local function job_of(q, record)
         payload = {}
     end
     local job = jobs.new(q, record.payload, record, payload, M)
+    if record.held then job_of_record[record] = job end
     job.undecodable = problem
     job.number = tonumber(record.id)  -- what the supervisor is told of the job that has the CPU
     return job
@@ -309,13 +365,21 @@ function M.next_job(queues, limit)
     events.fire("popping", nil, nil, { queue = options.queue_list })
     if #popped > 0 then return take_popped() end
     local max_bytes = settings.max_pop_bytes()
+    if holding then limit = math.min(limit, HOLD_MOST) end
     for _, q in ipairs(queues) do
         if not paused(q) then
             local ids = deletes
             deletes = {}
             popping = true
-            local ok, list = pcall(waited_out, function() return jobs_table:pop(q, ids, limit, max_bytes) end)
+            local ok, list = pcall(waited_out, function()
+                return jobs_table:pop(q, ids, limit, max_bytes, database_leases.reserved_at_now(), holding)
+            end)
             popping = false
+            if ok then
+                for _, record in ipairs(list) do
+                    if record.held then database_leases.hold_record(record) end
+                end
+            end
             if not ok then
                 for _, id in ipairs(ids) do deletes[#deletes + 1] = id end
             end
@@ -333,11 +397,14 @@ function M.next_job(queues, limit)
     return nil
 end
 
--- Gives back the jobs popped and not started (a stop, a pause, maintenance).
-local function give_back_popped()
-    if #popped == 0 then return end
+-- Gives back the jobs popped and not started (a stop, a pause, maintenance), and
+-- job's (one taken whose start found its lease near its end), if given.
+function give_back_popped(job)
     local list = popped
     popped = {}
+    if job then table.insert(list, 1, job:reserved_body()) end
+    if #list == 0 then return end
+    for _, record in ipairs(list) do database_leases.release_record(record) end
     waited_out(function() jobs_table:unreserve(list) end)
 end
 
@@ -391,6 +458,7 @@ M.GIVE_BACK_FAILED = "could not delete the jobs that ended (or give back those p
 -- again).
 function M.give_back_held()
     give_back_popped()
+    database_starts.settle_all()
     settle_deletes()
 end
 function M.retire()
