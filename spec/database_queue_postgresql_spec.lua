@@ -101,6 +101,47 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.is_true(n < 25, n .. " commits")
     end)
 
+    it("takes again at once a pop, a start or a delete the server rolled back to end a deadlock "
+        .. "(SQLSTATE 40001, 40P01), as Laravel's transaction tries it again", function()
+        -- a trigger fails the first update and the first delete of the jobs table (a
+        -- sequence's numbers survive the rollback)
+        pg.psql("delete from jobs")
+        H.flush()
+        pg.psql([[
+drop sequence if exists rolled_back_update; create sequence rolled_back_update;
+drop sequence if exists rolled_back_delete; create sequence rolled_back_delete;
+create or replace function roll_back_once() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'UPDATE' and nextval('rolled_back_update') = 1 then
+    raise exception 'serialization failure on purpose' using errcode = '40001';
+  elsif tg_op = 'DELETE' and nextval('rolled_back_delete') = 1 then
+    raise exception 'deadlock on purpose' using errcode = '40P01';
+  end if;
+  return case when tg_op = 'DELETE' then old else new end;
+end $$;
+create trigger roll_back_once before update or delete on jobs for each row execute function roll_back_once();
+]])
+        local ok, err = pcall(function()
+            local e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "redis" })
+            for n = 1, 3 do
+                assert.are.equal(0, H.run({ "push", "App\\Jobs\\Simple", H.json.encode({ n = n }) },
+                    { env = e }).status)
+            end
+            local r = H.run({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.05", "--stop-when-empty" },
+                { env = e })
+            assert.are.equal(0, r.status, r.stderr)
+            assert.are.equal(3, #runs(), r.stderr)
+            for _, run in ipairs(runs()) do assert.are.equal(1, run.attempts) end
+            assert.are.equal("", pg.psql("select id from jobs"))
+            assert.are.equal("", r.stderr)
+            assert.are.equal("t", pg.psql("select (select last_value from rolled_back_update) > 1 and "
+                .. "(select last_value from rolled_back_delete) > 1"):match("[tf]"))
+        end)
+        pg.psql("drop trigger roll_back_once on jobs; drop function roll_back_once(); "
+            .. "drop sequence rolled_back_update; drop sequence rolled_back_delete")
+        if not ok then error(err, 0) end
+    end)
+
     it("writes a job's delete with the start that follows it at once: 40 jobs one at a time in about "
         .. "40 commits", function()
         -- one a job's start (the rows held ahead, a few pops), about 10 of the worker's

@@ -85,6 +85,15 @@ function M.lost_connection(err)
     return type(err) == "table" and err.lost_connection == true
 end
 
+-- Whether err is a QueryException of a transaction the server rolled back whole to
+-- end a deadlock or a serialization failure (SQLSTATE class 40; MySQL's 1213 is
+-- 40001): nothing of it was done, and it may be run again at once (Laravel's
+-- DetectsConcurrencyErrors, for which its transaction($callback, $attempts) tries
+-- again).
+function M.rolled_back(err)
+    return type(err) == "table" and type(err.sqlstate) == "string" and err.sqlstate:sub(1, 2) == "40"
+end
+
 -- Seconds between tries while a database is waited out.
 local OUTAGE_WAIT_FIRST, OUTAGE_WAIT_MAX = 1, 30
 

@@ -128,8 +128,11 @@ static int renew(const struct due *d, long long value)
         if (rc == 0 && changed > 0) {
             j->expires = (double)value + dk.retry_after;
             j->renew_at = system_clock() + dk.lease / 4;
-        } else if (rc == 0) {
+        } else if (rc == 0 && j->attempts == d->attempts && j->charging == d->charging) {
             j->gone = 1;
+        } else if (rc == 0) {
+            /* its start was sent or confirmed meanwhile: again with the new count */
+            j->renew_at = system_clock();
         }
         /* else: again at the next tick */
     }

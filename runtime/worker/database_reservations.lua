@@ -136,12 +136,21 @@ local function retry(err)
 end
 
 -- fn(first) until it returns, a lost connection waited out; first is false on the
--- tries after one whose connection was lost (it may have committed).
+-- tries after one whose connection was lost (it may have committed). A statement or
+-- transaction the server rolled back to end a deadlock (the worker's own
+-- connections, a pop beside deletes and starts, or other workers') is run again at
+-- once, up to ROLLED_BACK_TRIES times in all.
+local ROLLED_BACK_TRIES = 5
 function waited_out(fn)
     local first = true
     return db.wait_out(function()
         local was_first = first
         first = false
+        for _ = 2, ROLLED_BACK_TRIES do
+            local results = { pcall(fn, was_first) }
+            if results[1] then return unpack(results, 2, table.maxn(results)) end
+            if not db.rolled_back(results[2]) then error(results[2], 0) end
+        end
         return fn(was_first)
     end, retry, say_unreachable, say_back)
 end

@@ -20,7 +20,8 @@
 -- row gone after the job's delete, or no longer held (its lease lapsed and another
 -- worker took it): the latter is said once, naming the job, which may run twice;
 -- its writes then leave the row alone. A start whose connection was lost is settled
--- by reading the row: counted already, or counted now.
+-- by reading the row: counted already, or counted now; so is one the server rolled
+-- back to end a deadlock.
 local db = require "luaworker.db"
 local task = require "luaworker.loop.task"
 local output = require "luaworker.worker.output"
@@ -105,7 +106,7 @@ local function run_start(job, sql, ids, sql_without_deletes)
     if not ok or changed == 0 then
         if not ok then
             deletes_of.put_back(ids)
-            if not db.lost_connection(changed) then
+            if not db.lost_connection(changed) and not db.rolled_back(changed) then
                 output.error(output.job_name(job) .. ": could not count its attempt as it started ("
                     .. tostring(changed.message or changed) .. ")", job)
             end
