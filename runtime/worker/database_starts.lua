@@ -55,20 +55,26 @@ local function most_sent()
     return math.min(MOST_SENT, jobs_table.db.size - 2)
 end
 
--- The outcome of job's start: "counted", or "lost" (said). Wakes what waits on it.
+-- The outcome of job's start: "counted", "lost" or "unknown" (said). Wakes what
+-- waits on it.
 local function settled(job, outcome)
     local r = job:reserved_body()
     job.starting = nil
     if outcome == "counted" then
         r.held = nil
         database_leases.charge(job, true)
-    else
+    elseif outcome == "lost" then
         job.start_lost = true
         database_leases.release(job)  -- the row is another worker's: renewed no more
         output.error(string.format("%s (attempt %s) was no longer held by this worker when its start "
             .. "reached the database (its reservation expired, and another worker may have taken it): "
             .. "%s", output.job_name(job), job:attempts(),
             job.sent_ahead and "it may run twice" or "it runs elsewhere, not here"), job)
+    else
+        -- (its writes go on: a delete is right either way; a release finds the row
+        -- only if it was counted, and leaves it to come back once it expires if not)
+        output.error(string.format("%s (attempt %s): whether its start counted its attempt could not "
+            .. "be read (the database out of reach, or a stop)", output.job_name(job), job:attempts()), job)
     end
     task.wake(job)
     task.wake(SETTLED)
@@ -112,7 +118,7 @@ local function run_start(job, sql, ids, sql_without_deletes)
             end
         end
         local read, result = pcall(settle_by_reading, job, sql_without_deletes)
-        outcome = read and result or "lost"
+        outcome = read and result or "unknown"
     end
     sent = sent - 1
     settled(job, outcome)
