@@ -101,6 +101,50 @@ for n = 1, 40 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end
         assert.is_true(n < 25, n .. " commits")
     end)
 
+    it("says, naming the job, that a held job's start found its row no longer held (a start waited "
+        .. "for: the job does not run; one sent as it runs: it may run twice), and leaves that row to "
+        .. "whoever holds it", function()
+        pg.psql("delete from jobs")
+        H.flush()
+        -- a trigger has the start of the job "six" change no row, as if another worker
+        -- had taken it once its lease ran out
+        pg.psql([[
+create or replace function keep_six() returns trigger language plpgsql as $$
+begin
+  if old.attempts = 0 and new.attempts = 1 and old.payload like '%six%' then return null; end if;
+  return new;
+end $$;
+create trigger keep_six before update on jobs for each row execute function keep_six();
+]])
+        local e = pg.env({ QUEUE_CONNECTION = "database" })
+        local w
+        local ok, err = pcall(function()
+            assert.are.equal(0, H.run({ "push", "App\\Jobs\\Simple", '{"n":"six"}' }, { env = e }).status)
+            w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch",
+                "--heartbeat=1", "--timeout=60" }, { env = e })
+            -- the first start, with no connection open for it, is waited for: the job does
+            -- not run; a lease later the row is taken again, and its start, sent as it
+            -- runs, finds it the same
+            local said = "App\\Jobs\\Simple %(attempt 1%) was no longer held by this worker when its start "
+                .. "reached the database %(its reservation expired, and another worker may have taken it%): "
+            H.wait_until(function() return w:stderr():find("it may run twice", 1, true) end, 20,
+                "the start's outcome: " .. w:stderr())
+            local first = w:stderr():find(said .. "it runs elsewhere, not here")
+            local second = w:stderr():find(said .. "it may run twice")
+            assert.is_truthy(first, w:stderr())
+            assert.is_true(second > first, w:stderr())
+            -- its start was sent before it ran, so it ran
+            assert.are.equal("1", H.r("LRANGE", H.prefix .. "luaworker:long_starts", 0, -1)[1])
+            H.wait_until(function() return #runs() == 1 end, 15, "the job's end")
+            H.sleep(0.5)
+            -- this worker did not delete the row it no longer held
+            assert.are.equal("1", pg.psql("select count(*) from jobs"):match("%d+"))
+        end)
+        if w then w:stop() end
+        pg.psql("drop trigger keep_six on jobs; drop function keep_six()")
+        if not ok then error(err, 0) end
+    end)
+
     it("takes again at once a pop, a start or a delete the server rolled back to end a deadlock "
         .. "(SQLSTATE 40001, 40P01), as Laravel's transaction tries it again", function()
         -- a trigger fails the first update and the first delete of the jobs table (a
