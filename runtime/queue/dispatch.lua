@@ -209,6 +209,7 @@ function M.command_payload(command, delay, encrypt, how)
     local text, err = serialized_job.serialize(command, how)
     if not text then error("cannot serialize the job's properties: " .. err, 0) end
     if encrypt then text = encrypt_command(text) end
+    local marks = how.horizon or {}  -- the handler's tags and silenced (handlers.horizon)
     local fields = {
         uuid = host.uuid(), id = not on_database() and host.random_id(32) or nil, displayName = class,
         job = payload_values.CALL_QUEUED_HANDLER,
@@ -216,8 +217,8 @@ function M.command_payload(command, delay, encrypt, how)
         failOnTimeout = value(command.failOnTimeout) == true, backoff = backoff_of(command),
         timeout = value(command.timeout), retryUntil = timestamp_of(command.retryUntil),
         deleteWhenMissingModels = value(command.deleteWhenMissingModels) == true, delay = delay,
-        tags = horizon.enabled() and horizon.tags_for(command, (how.horizon or {}).tags, class) or nil,
-        silenced = horizon.enabled() and horizon.silenced(class, (how.horizon or {}).silenced),
+        tags = horizon.enabled() and horizon.tags_for(command, marks.tags, class) or nil,
+        silenced = horizon.enabled() and horizon.silenced(class, marks.silenced),
     }
     -- 12.51+: the command's batchId beside it
     local batch_id = settings.laravel_at_least(12, 51)
