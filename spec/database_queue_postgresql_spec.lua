@@ -145,6 +145,57 @@ create trigger keep_slow before update on jobs for each row execute function kee
         if not ok then error(err, 0) end
     end)
 
+    it("counts a held job's start whose connection was cut before it committed (run again on a new "
+        .. "connection, or its row read and counted): the job runs once, its release finds its row", function()
+        pg.psql("delete from jobs")
+        H.flush()
+        -- a trigger ends the connection of the first start of the job "release" (attempts
+        -- 0 to 1; a start's statement, not a pop's) in the middle of its statement: rolled
+        -- back, its reply never read
+        pg.psql([[
+drop sequence if exists cut_start; create sequence cut_start;
+drop sequence if exists cut_a_start; create sequence cut_a_start;
+create or replace function cut_start() returns trigger language plpgsql as $$
+begin
+  if old.attempts = 0 and new.attempts = 1 and old.payload like '%release%'
+     and nextval('cut_start') = 1 then
+    if current_query() like '%and reserved_at is not null%' then perform nextval('cut_a_start'); end if;
+    perform pg_terminate_backend(pg_backend_pid());
+    perform pg_sleep(5);
+  end if;
+  return new;
+end $$;
+create trigger cut_start before update on jobs for each row execute function cut_start();
+]])
+        local w
+        local ok, err = pcall(function()
+            local e = pg.env({ QUEUE_CONNECTION = "database", CACHE_DRIVER = "redis" })
+            for _, n in ipairs({ "1", "2", "release", "3" }) do
+                assert.are.equal(0, H.run({ "push", "App\\Jobs\\Simple", H.json.encode({ n = n }) },
+                    { env = e }).status)
+            end
+            w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch" },
+                { env = e })
+            H.wait_until(function() return #runs() == 4 end, 15, "the four runs: " .. w:stderr())
+            H.wait_until(function() return pg.psql("select count(*) from jobs"):match("%d+") == "1" end, 10,
+                "the three deletes")
+            -- the cut start, then the one that counted it
+            assert.are.equal("2", pg.psql("select last_value from cut_start"):match("%d+"))
+            assert.are.equal("t", pg.psql("select is_called from cut_a_start"):match("[tf]"))
+            for _, run in ipairs(runs()) do assert.are.equal(1, run.attempts) end
+            -- released for 30 s by its first attempt: counted once, no longer reserved
+            local row = pg.psql("select attempts, reserved_at is null, available_at - extract(epoch from "
+                .. "now())::int >= 20 from jobs")
+            assert.are.equal("1|t|t", row:match("%S+"), w:stderr())
+            assert.is_nil(w:stderr():find("no longer held", 1, true), w:stderr())
+            assert.is_nil(w:stderr():find("could not be read", 1, true), w:stderr())
+        end)
+        if w then w:stop() end
+        pg.psql("drop trigger cut_start on jobs; drop function cut_start(); drop sequence cut_start; "
+            .. "drop sequence cut_a_start")
+        if not ok then error(err, 0) end
+    end)
+
     it("takes again at once a pop, a start or a delete the server rolled back to end a deadlock "
         .. "(SQLSTATE 40001, 40P01), as Laravel's transaction tries it again", function()
         -- a trigger fails the first update and the first delete of the jobs table (a
