@@ -1,11 +1,14 @@
 -- Laravel's database queue (luaworker work database) on a real MariaDB server: the jobs table
 -- of the Laravel 8 app (examples/laravel, its migration as `queue:table` writes it),
 -- with PHP's own jobs:dispatch and queue:work beside luaworker. What every server is
--- asked alike is in spec/database_queue_contract.lua and
--- spec/database_queue_reservations_contract.lua; this server's own cases are here.
+-- asked alike is in spec/database_queue_contract.lua,
+-- spec/database_queue_reservations_contract.lua and
+-- spec/database_queue_cache_store_contract.lua;
+-- this server's own cases are here.
 local H = require "spec.helpers"
 local C = require "spec.database_queue_contract"
 local reservations = require "spec.database_queue_reservations_contract"
+local cache_store = require "spec.database_queue_cache_store_contract"
 
 local HANDLERS = C.HANDLERS
 local runs = C.runs
@@ -13,6 +16,7 @@ local runs = C.runs
 local function contract(server)
     C.contract(server, it, before_each, assert)
     reservations.contract(server, it, assert)
+    cache_store.contract(server, it, assert)
 end
 
 describe("the database queue on MariaDB", function()
