@@ -159,7 +159,9 @@ for n = 21, 30 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end]])
     it("holds the rows ahead of a worker running one job at a time with their attempts uncounted "
         .. "(not on SQLite): its worker group killed in a job's middle, that job comes back counted, "
         .. "the rows held uncounted, within seconds", function()
-        local rest = paced("minute")
+        -- (a job that keeps the CPU: the loop cannot give back the rows held a second
+        -- behind it before the kill)
+        local rest = paced("crunch-minute")
         leasing({ args = { "--heartbeat=1", "--timeout=120" }, group = true }, function(w, other)
             rest()
             H.wait_until(function() return #starts() == 1 end, 15, "the long job's start")
@@ -176,7 +178,7 @@ for n = 21, 30 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end]])
             -- (PHP's run is recorded as it starts, luaworker's start on long_starts)
             local function again()
                 for _, run in ipairs(runs()) do
-                    if run.props.n == "minute" then return run.attempts end
+                    if run.props.n == "crunch-minute" then return run.attempts end
                 end
                 return tonumber(starts()[2])
             end
@@ -185,24 +187,59 @@ for n = 21, 30 do luaworker.dispatch("App\\Jobs\\Simple", { n = n }) end]])
         end)
     end)
 
+    it("gives back the rows it held, uncounted, once they waited a second behind a long job, so that "
+        .. "another worker runs them while it runs on", function()
+        local rest = paced("six")
+        leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w, other)
+            rest()
+            H.wait_until(function() return #starts() == 1 end, 15, "the long job's start")
+            other(false)
+            H.wait_until(function() return #quick() == 30 end, 15, "the quick jobs")
+            -- (the long job's run is recorded as it ends)
+            assert.are.equal(30, #runs(), "the long job ended before the quick ones behind it: " .. w:stderr())
+            each_quick_once()
+        end)
+    end)
+
     it("gives back the rows it held, uncounted, when their leases ran out as they waited their turn "
         .. "(the database out of reach), and takes them again", function()
-        local rest = paced("six")
+        -- (a job that keeps the CPU 5 s: the loop cannot give back the rows held a
+        -- second behind it; the leases run out meanwhile)
+        local rest = paced("crunch")
         leasing({ args = { "--heartbeat=1", "--timeout=60" } }, function(w)
             rest()
             H.wait_until(function() return #starts() == 1 end, 15, "the long job's start")
             held_ahead(w)
-            H.sleep(1)
+            H.sleep(0.5)
             -- the jobs table locked for 3.5 s: the renewals wait, and the leases (2 s)
             -- run out, the long job's and those of the rows held behind it
             local lock = io.popen(server.locking(3.5) .. " >/dev/null 2>&1")
             lock:close()
             H.wait_until(function() return #quick() == 30 and #runs() == 31 end, 30, "every job's end")
             each_quick_once()
-            local _, said = w:stderr():gsub("its row's reservation came near its end while it waited its "
-                .. "turn [^\n]*: the rows held ahead go back, uncharged, and the worker takes them again", "")
+            -- (said as the long job ends and the rows wait no more, or at the next one's turn)
+            local _, said = w:stderr():gsub("its row's reservation [^\n]*while it waited its turn "
+                .. "[^\n]*: the rows held ahead go back, uncharged, and the worker takes them again", "")
             assert.are.equal(server.holds_ahead and 1 or 0, said, w:stderr())
         end)
+    end)
+
+    it("starts no other job after a TERM that came while a handler kept the CPU, and gives back the row "
+        .. "it held or popped, uncounted", function()
+        push("busy-last")
+        push(2)
+        local w = H.spawn({ "work", "database", "--handlers=" .. HANDLERS, "--sleep=0.2", "--no-watch" },
+            { env = env() })
+        local ok, err = pcall(function()
+            H.wait_until(function() return #runs() == 1 end, 10, "the busy job's start")
+            w:kill("TERM")
+            assert.are.equal(0, w:wait(15), w:stderr())
+            assert.are.same({ "busy-last" }, { runs()[1].props.n, runs()[2] and runs()[2].props.n }, w:stderr())
+            assert.are.equal(1, count("attempts = 0 and reserved_at is null"))
+            assert.are.equal(1, count())
+        end)
+        w:stop()
+        if not ok then error(err, 0) end
     end)
 
     it("says once, naming the job, that a lease ran out while the database did not take its renewals",

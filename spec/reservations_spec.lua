@@ -278,12 +278,14 @@ describe("luaworker work's jobs reserved ahead", function()
     end
 
     it("go back uncharged when the whole process group is killed, given back by another luaworker within two heartbeats; the job running comes back charged", function()
-        H.r("SET", "spec:slow", "60")
+        -- j1 keeps the CPU: the worker cannot give back the jobs held a second behind
+        -- it before the kill
+        H.r("SET", "spec:spin", "30")
         local w = start(nil, { group = true })
-        local held = push_batch("slow")
+        local held = push_batch("spin")
         -- what a machine crash or an OOM kill does: no TERM, every process at once (one
         -- kill of the group: killed one after the other, the supervisor first, the
-        -- worker would hear TERM in between, end j1's sleep and give back the rest itself)
+        -- worker would hear TERM in between and give back the rest itself)
         local pids = H.children(w.pid)
         w:kill_group("KILL")
         local killed_at = os.time()
@@ -324,6 +326,27 @@ describe("luaworker work's jobs reserved ahead", function()
         H.wait_until(function() return #ran() == 61 end, 10, "the other jobs")
         H.wait_until(function() return H.r("ZCARD", reserved) == 0 end, 10, "the last job's end")
         H.sleep(0.5)
+        each_ran_once(61)
+    end)
+
+    it("go back, uncharged, once they waited a second behind a slow job, and another worker runs them while it runs on", function()
+        H.r("SET", "spec:slow", "8")
+        start()
+        local warm = {}
+        for i = 1, 40 do warm[i] = spec_job("ok", "w" .. i) end
+        push_all(warm)
+        H.wait_until(function() return #ran() == 40 end, 20, "the first jobs")
+        local batch = { spec_job("slow", "j1") }
+        for i = 2, 21 do batch[i] = spec_job("ok", "j" .. i) end
+        push_all(batch)
+        H.wait_until(function() return #ran() == 41 end, 10, "the slow job to start")
+        start()
+        H.wait_until(function() return #ran() == 61 end, 15, "the jobs behind the slow one")
+        local j1_reserved = false
+        for _, member in ipairs(H.r("ZRANGE", reserved, 0, -1)) do
+            if cjson.decode(member).id == "j1" then j1_reserved = true end
+        end
+        assert.is_true(j1_reserved, "the slow job ended before the jobs behind it ran")
         each_ran_once(61)
     end)
 
@@ -382,9 +405,10 @@ describe("luaworker work's jobs reserved ahead", function()
     end)
 
     it("go back when the worker stops, and it leaves no record behind", function()
-        H.r("SET", "spec:slow", "1")
+        -- (j1 keeps the CPU: the jobs behind it are still held when the TERM comes)
+        H.r("SET", "spec:spin", "1.5")
         local w = start()
-        push_batch("slow")
+        push_batch("spin")
         w:kill("TERM")
         assert.are.equal(0, w:wait(10))
         assert.are.equal(20, H.r("LLEN", list))

@@ -6,8 +6,8 @@ local cjson = H.json
 
 -- Records each run as {id, attempts, client}: client is the Redis client id of the
 -- worker process's connection, so a different process shows a different id. The
--- command's action: "spin" loops forever (CPU-bound, past any timeout), "slow"
--- waits spec:slow seconds.
+-- command's action: "spin" loops forever (CPU-bound, past any timeout), "crunch"
+-- keeps the CPU spec:crunch seconds, "slow" waits spec:slow seconds.
 local HANDLER = [[
 local luaworker = require "luaworker"
 local hoard = {}
@@ -18,6 +18,9 @@ return {
         if command.action == "spin" then
             local n = 0
             while true do n = n + 1 end
+        elseif command.action == "crunch" then
+            local stop = os.clock() + tonumber(luaworker.redis("GET", "spec:crunch"))
+            while os.clock() < stop do end
         elseif command.action == "hog" then
             for _ = 1, 60 do
                 hoard[#hoard + 1] = string.rep("x", 1048568) .. string.format("%08d", #hoard)
@@ -275,6 +278,32 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(1, H.r("LLEN", "spec:finished"))
         local _, _, reserved = H.keys()
         assert.are.equal(0, H.r("ZCARD", reserved))
+    end)
+
+    it("starts no other job after a TERM that came while a handler kept the CPU, then exits 0", function()
+        H.r("SET", "spec:crunch", "1.5")
+        local w = start()
+        H.push(spec_job("crunch", { id = "c1" }))
+        H.push(spec_job("ok", { id = "c2" }))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+        assert.are.equal(1, #ran())
+        local list, _, reserved = H.keys()
+        assert.are.same({ 1, 0 }, { H.r("LLEN", list), H.r("ZCARD", reserved) })
+    end)
+
+    it("has a fresh worker run the next job after a HUP that came while a handler kept the CPU", function()
+        H.r("SET", "spec:crunch", "1.5")
+        local w = start()
+        H.push(spec_job("crunch", { id = "c1" }))
+        H.push(spec_job("ok", { id = "c2" }))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        w:kill("HUP")
+        H.wait_until(function() return #ran() == 2 end, 10, "the next job")
+        assert.are_not.equal(ran()[1].client, ran()[2].client)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
     end)
 
     it("passes on a stop signal that reaches a worker it is just starting, which exits 0", function()

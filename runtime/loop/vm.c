@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "loop/signal_arrival.h"
 #include "php/encrypter.h"
 #include "php/php_value.h"
 
@@ -135,6 +136,7 @@ int vm_open(struct vm *h, const struct config *config, char *err, size_t errlen)
         ev_signal_start(h->loop, &h->signals[i]);
         ev_unref(h->loop);  /* signal watchers alone do not keep the loop running */
     }
+    signal_arrival_install();
     /* a worker starts with them blocked (see signals.h): one sent meanwhile comes now */
     sigset_t handled;
     signals_fill(&handled);

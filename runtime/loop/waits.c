@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "loop/signal_arrival.h"
 #include "loop/vm.h"
 
 /* Timers (host.sleep, host.timer): each a waiter in h->waits while it runs. */
@@ -156,16 +157,22 @@ static int l_host_allow_waits(lua_State *L)
 /* host.signals() -> quit, paused, reload: the stop signal that arrived (its number)
  * or false, whether
  * USR2 paused the worker (and CONT has not resumed it), whether HUP asked for a
- * reload. */
+ * reload. A stop or a reload counts from its arrival, before the loop dispatches it
+ * (signal_arrival.h): one that came while a handler kept the CPU is seen as that
+ * job ends, and no other job starts. */
 static int l_host_signals(lua_State *L)
 {
     struct vm *h = vm_of(L);
+    int quit, reload;
+    signal_arrival_read(&quit, &reload);
     if (h->quit)
-        lua_pushinteger(L, h->quit);
+        quit = h->quit;
+    if (quit)
+        lua_pushinteger(L, quit);
     else
         lua_pushboolean(L, 0);
     lua_pushboolean(L, h->paused);
-    lua_pushboolean(L, h->reload);
+    lua_pushboolean(L, h->reload || reload);
     return 3;
 }
 

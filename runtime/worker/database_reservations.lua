@@ -13,8 +13,9 @@
 -- HOLD_MOST) without counting their attempts, their leases renewed while they wait
 -- (worker/database_leases.lua); each job's start counts its attempt, sent without
 -- waiting (worker/database_starts.lua). Rows held and not started come back
--- uncharged whatever happens: given back by a stop, a pause or maintenance, or when
--- a lease lapses; their reservation expires within a lease once the worker is gone.
+-- uncharged whatever happens: given back by a stop, a pause or maintenance, once they
+-- waited HOLD seconds behind a job still running, or when a lease lapses; their
+-- reservation expires within a lease once the worker is gone.
 --
 -- A job in flight keeps its reservation, renewed while it runs by a thread of the
 -- worker (worker/database_leases.lua). A job whose worker died comes back within a
@@ -70,6 +71,8 @@ local M = {}
 -- ahead (uncounted) as many as can start within 0.05 s, at most HOLD_MOST.
 M.BATCH_BUDGET = 0
 local HOLD_BUDGET, HOLD_MOST = 0.05, 32
+-- Seconds a row held ahead may wait for its turn (as reservations' HOLD).
+local HOLD = 1
 
 local options
 local waited_out, pending_deletes, give_back_popped  -- (defined below)
@@ -328,6 +331,7 @@ local function job_of(q, record)
 end
 
 local popped = {}  -- records popped, not started yet (each a job of the loop's next turns)
+local popped_at    -- host.clock() when the pop of those records was sent
 
 -- The next job popped and not started, or nil.
 local function take_popped()
@@ -380,6 +384,7 @@ function M.next_job(queues, limit)
             local ids = deletes
             deletes = {}
             popping = true
+            local sent_at = host.clock()
             local ok, list = pcall(waited_out, function()
                 return jobs_table:pop(q, ids, limit, max_bytes, database_leases.reserved_at_now(), holding)
             end)
@@ -397,7 +402,7 @@ function M.next_job(queues, limit)
             arm_flush()
             if not ok then error(list, 0) end
             if #list > 0 then
-                popped = list
+                popped, popped_at = list, sent_at
                 return take_popped()
             end
             if max_bytes then say_oversized(q, max_bytes) end
@@ -406,15 +411,32 @@ function M.next_job(queues, limit)
     return nil
 end
 
--- Gives back the jobs popped and not started (a stop, a pause, maintenance), and
--- job's (one taken whose start found its lease near its end), if given.
+-- Gives back the jobs popped and not started (a stop, a pause, maintenance, a wait
+-- past HOLD), and job's (one taken whose start found its lease near its end, said),
+-- if given. A row held ahead whose lease ran out meanwhile may be another worker's
+-- now: it is left as it is (its reservation over, the next pop of any worker takes
+-- it, uncounted), and said once.
 function give_back_popped(job)
     local list = popped
     popped = {}
     if job then table.insert(list, 1, job:reserved_body()) end
     if #list == 0 then return end
-    for _, record in ipairs(list) do database_leases.release_record(record) end
-    waited_out(function() jobs_table:unreserve(list) end)
+    local ours, lapsed = {}, nil
+    for _, record in ipairs(list) do
+        if record.held and database_leases.expires(record) == 0 then
+            lapsed = lapsed or record
+        else
+            ours[#ours + 1] = record
+        end
+        database_leases.release_record(record)
+    end
+    if lapsed and not job then
+        local first = job_of(lapsed.queue, lapsed)
+        output.error(output.job_name(first) .. ": its row's reservation ran out while it waited its "
+            .. "turn (the database out of reach, or a handler that held the loop): the rows held ahead "
+            .. "go back, uncharged, and the worker takes them again", first)
+    end
+    waited_out(function() jobs_table:unreserve(ours) end)
 end
 
 -- Waits until a job is pushed to one of queues (the listener's notifications) or
@@ -455,6 +477,14 @@ function M.wait(queues)
     else
         host.sleep(seconds, true)
     end
+end
+
+-- The host.clock() time past which the rows held ahead and not started should go
+-- back rather than wait on for their turn behind a job still running (HOLD after
+-- their pop), or nil when none is held.
+function M.held_until()
+    if holding and #popped > 0 then return popped_at + HOLD end
+    return nil
 end
 
 -- What the worker says when give_back_held or retire raised (the jobs whose deletes

@@ -147,10 +147,23 @@ function M.run(job)
     task.spawn(on_end, t, process.process, job)
 end
 
--- Waits until a job in flight ends; returns at once when none is in flight. For
--- the worker loop's task only.
-function M.wait()
+local wake_at, wake_timer  -- the host.clock() time a timer ends the loop's wait at, and it
+
+local function wake_loop()
+    wake_at, wake_timer = nil, nil
+    if loop_waits then task.wake(FREED) end
+end
+
+-- Waits until a job in flight ends, or, given deadline (a host.clock() time), until
+-- then at most; returns at once when none is in flight. For the worker loop's task
+-- only. (One timer serves the waits for one deadline: a job ending no sooner costs
+-- none.)
+function M.wait(deadline)
     if count == 0 then return end
+    if deadline and deadline ~= wake_at then
+        if wake_timer then task.cancel(wake_timer) end
+        wake_at, wake_timer = deadline, task.after(math.max(deadline - host.clock(), 0), wake_loop)
+    end
     loop_waits = true
     task.suspend(FREED)
     loop_waits = false

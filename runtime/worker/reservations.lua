@@ -13,7 +13,8 @@
 -- since the last one. Jobs numbered above `started` were not started, and go back
 -- to the head of their queue as they were, attempts uncharged
 -- (scripts/give_back.lua):
---   - when this worker held them over HOLD seconds (behind a slow job), pauses,
+--   - when this worker held them over HOLD seconds (behind a slow job: then,
+--     while it runs on, so that another worker runs them meanwhile), pauses,
 --     stops, lost a pop's reply, or outlived its lease (below); held time counts by
 --     the wall clock too, by which their reservations expire: a machine paused
 --     (a virtual machine stopped or snapshotted, a laptop asleep) finds its
@@ -474,8 +475,18 @@ function M.start(job)
     return false
 end
 
--- Before the worker waits without working (paused, down for maintenance): the jobs
--- it holds go back. Raises what Redis raises.
+-- The host.clock() time past which the jobs this worker reserved ahead and has not
+-- started should go back rather than wait on for their turn (HOLD after their pop),
+-- or nil when it holds none.
+function M.held_until()
+    if ahead.next <= #ahead.jobs then return ahead.at + HOLD end
+    if pending then return pending.at + HOLD end
+    return nil
+end
+
+-- Before the worker waits without working (paused, down for maintenance), or when
+-- the jobs it holds waited past held_until: the jobs it holds go back. Raises what
+-- Redis raises.
 function M.give_back_held()
     give_back("own")
 end

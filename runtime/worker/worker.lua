@@ -380,7 +380,13 @@ function M.run(cli, cfg)
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, nil)
             if status then return stop(status, reason) end
         elseif in_flight.full() then
-            in_flight.wait()
+            -- jobs held ahead wait for their turn a while at most (held_until): then
+            -- they go back, for another worker to run while these jobs run on
+            local held_until = reservations.held_until()
+            in_flight.wait(held_until)
+            if held_until and in_flight.full() and host.clock() >= held_until then
+                give_back(reservations.give_back_held)
+            end
             local status, reason = stop_if_necessary(restart_at_start, start_time, jobs_processed, true)
             if status then return stop(status, reason) end
         else
