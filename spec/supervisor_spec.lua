@@ -7,7 +7,8 @@ local cjson = H.json
 -- Records each run as {id, attempts, client}: client is the Redis client id of the
 -- worker process's connection, so a different process shows a different id. The
 -- command's action: "spin" loops forever (CPU-bound, past any timeout), "crunch"
--- keeps the CPU spec:crunch seconds, "slow" waits spec:slow seconds.
+-- keeps the CPU until the file spec:crunch names is there (10 s at most), "slow"
+-- waits spec:slow seconds.
 local HANDLER = [[
 local luaworker = require "luaworker"
 local hoard = {}
@@ -19,8 +20,11 @@ return {
             local n = 0
             while true do n = n + 1 end
         elseif command.action == "crunch" then
-            local stop = os.clock() + tonumber(luaworker.redis("GET", "spec:crunch"))
-            while os.clock() < stop do end
+            local file, stop = luaworker.redis("GET", "spec:crunch"), os.clock() + 10
+            repeat
+                local f = io.open(file)
+                if f then f:close() end
+            until f or os.clock() > stop
         elseif command.action == "hog" then
             for _ = 1, 60 do
                 hoard[#hoard + 1] = string.rep("x", 1048568) .. string.format("%08d", #hoard)
@@ -280,13 +284,29 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, H.r("ZCARD", reserved))
     end)
 
+    -- The job "crunch" keeps the CPU (its worker's loop cannot run) until this is
+    -- called: a moment after, for a signal sent to reach the worker; soon enough that
+    -- the worker has no other reason to let its loop run before its next job (its
+    -- look at the restart signal, once a second, would).
+    local crunch_file
+    local function crunch_ends()
+        H.sleep(0.2)
+        H.write_file(crunch_file, "")
+    end
+
+    local function crunching()
+        crunch_file = H.tmpdir() .. "/crunch-ends"
+        H.r("SET", "spec:crunch", crunch_file)
+    end
+
     it("starts no other job after a TERM that came while a handler kept the CPU, then exits 0", function()
-        H.r("SET", "spec:crunch", "1.5")
+        crunching()
         local w = start()
         H.push(spec_job("crunch", { id = "c1" }))
         H.push(spec_job("ok", { id = "c2" }))
         H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
         w:kill("TERM")
+        crunch_ends()
         assert.are.equal(0, w:wait(10))
         assert.are.equal(1, #ran())
         local list, _, reserved = H.keys()
@@ -294,14 +314,31 @@ describe("luaworker work's supervisor", function()
     end)
 
     it("has a fresh worker run the next job after a HUP that came while a handler kept the CPU", function()
-        H.r("SET", "spec:crunch", "1.5")
+        crunching()
         local w = start()
         H.push(spec_job("crunch", { id = "c1" }))
         H.push(spec_job("ok", { id = "c2" }))
         H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
         w:kill("HUP")
+        crunch_ends()
         H.wait_until(function() return #ran() == 2 end, 10, "the next job")
         assert.are_not.equal(ran()[1].client, ran()[2].client)
+        w:kill("TERM")
+        assert.are.equal(0, w:wait(10))
+    end)
+
+    it("starts no other job after a USR2 that came while a handler kept the CPU, until CONT", function()
+        crunching()
+        local w = start()
+        H.push(spec_job("crunch", { id = "c1" }))
+        H.push(spec_job("ok", { id = "c2" }))
+        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
+        w:kill("USR2")
+        crunch_ends()
+        H.sleep(1.5)
+        assert.are.equal(1, #ran())
+        w:kill("CONT")
+        H.wait_until(function() return #ran() == 2 end, 10, "the next job once resumed")
         w:kill("TERM")
         assert.are.equal(0, w:wait(10))
     end)

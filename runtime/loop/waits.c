@@ -155,23 +155,22 @@ static int l_host_allow_waits(lua_State *L)
 }
 
 /* host.signals() -> quit, paused, reload: the stop signal that arrived (its number)
- * or false, whether
- * USR2 paused the worker (and CONT has not resumed it), whether HUP asked for a
- * reload. A stop or a reload counts from its arrival, before the loop dispatches it
+ * or false, whether USR2 paused the worker (and CONT has not resumed it), whether
+ * HUP asked for a reload; each as it arrived, before the loop dispatches it
  * (signal_arrival.h): one that came while a handler kept the CPU is seen as that
- * job ends, and no other job starts. */
+ * job ends, before another starts. */
 static int l_host_signals(lua_State *L)
 {
     struct vm *h = vm_of(L);
-    int quit, reload;
-    signal_arrival_read(&quit, &reload);
+    int quit, paused, reload;
+    signal_arrival_read(&quit, &paused, &reload);
     if (h->quit)
         quit = h->quit;
     if (quit)
         lua_pushinteger(L, quit);
     else
         lua_pushboolean(L, 0);
-    lua_pushboolean(L, h->paused);
+    lua_pushboolean(L, paused);
     lua_pushboolean(L, h->reload || reload);
     return 3;
 }
