@@ -284,29 +284,26 @@ describe("luaworker work's supervisor", function()
         assert.are.equal(0, H.r("ZCARD", reserved))
     end)
 
-    -- The job "crunch" keeps the CPU (its worker's loop cannot run) until this is
-    -- called: a moment after, for a signal sent to reach the worker; soon enough that
-    -- the worker has no other reason to let its loop run before its next job (its
-    -- look at the restart signal, once a second, would).
-    local crunch_file
-    local function crunch_ends()
-        H.sleep(0.2)
-        H.write_file(crunch_file, "")
-    end
-
-    local function crunching()
-        crunch_file = H.tmpdir() .. "/crunch-ends"
-        H.r("SET", "spec:crunch", crunch_file)
-    end
-
-    it("starts no other job after a TERM that came while a handler kept the CPU, then exits 0", function()
-        crunching()
+    -- A worker running the job "crunch", which keeps the CPU (its loop cannot run),
+    -- then "ok", is sent signal while the first runs; returns it once "crunch"
+    -- ended: a moment after the signal, for it to reach the worker, and soon enough
+    -- that the worker has no other reason to let its loop run before its next job
+    -- (its look at the restart signal, once a second, would).
+    local function signalled_while_crunching(signal)
+        local ends = H.tmpdir() .. "/crunch-ends"
+        H.r("SET", "spec:crunch", ends)
         local w = start()
         H.push(spec_job("crunch", { id = "c1" }))
         H.push(spec_job("ok", { id = "c2" }))
         H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
-        w:kill("TERM")
-        crunch_ends()
+        w:kill(signal)
+        H.sleep(0.2)
+        H.write_file(ends, "")
+        return w
+    end
+
+    it("starts no other job after a TERM that came while a handler kept the CPU, then exits 0", function()
+        local w = signalled_while_crunching("TERM")
         assert.are.equal(0, w:wait(10))
         assert.are.equal(1, #ran())
         local list, _, reserved = H.keys()
@@ -314,13 +311,7 @@ describe("luaworker work's supervisor", function()
     end)
 
     it("has a fresh worker run the next job after a HUP that came while a handler kept the CPU", function()
-        crunching()
-        local w = start()
-        H.push(spec_job("crunch", { id = "c1" }))
-        H.push(spec_job("ok", { id = "c2" }))
-        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
-        w:kill("HUP")
-        crunch_ends()
+        local w = signalled_while_crunching("HUP")
         H.wait_until(function() return #ran() == 2 end, 10, "the next job")
         assert.are_not.equal(ran()[1].client, ran()[2].client)
         w:kill("TERM")
@@ -328,13 +319,7 @@ describe("luaworker work's supervisor", function()
     end)
 
     it("starts no other job after a USR2 that came while a handler kept the CPU, until CONT", function()
-        crunching()
-        local w = start()
-        H.push(spec_job("crunch", { id = "c1" }))
-        H.push(spec_job("ok", { id = "c2" }))
-        H.wait_until(function() return #ran() == 1 end, 5, "the job to start")
-        w:kill("USR2")
-        crunch_ends()
+        local w = signalled_while_crunching("USR2")
         H.sleep(1.5)
         assert.are.equal(1, #ran())
         w:kill("CONT")
