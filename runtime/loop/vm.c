@@ -52,19 +52,9 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     (void)loop;
     (void)revents;
     struct vm *h = w->data;
-    switch (w->signum) {
-    case SIGUSR2:
-        h->paused = 1;
+    /* (what arrived is noted as it arrives: signal_arrival.h) */
+    if (w->signum == SIGUSR2)
         return;
-    case SIGCONT:
-        h->paused = 0;
-        break;
-    case SIGHUP:
-        h->reload = 1;
-        break;
-    default:
-        h->quit = w->signum;
-    }
     for (int i = 0; i < h->wakes; i++)
         h->wake[i](h);
 }

@@ -64,10 +64,7 @@ struct vm {
     int exit_code;
 
     /* signals */
-    ev_signal signals[SIGNALS_COUNT];
-    volatile int quit;              /* the TERM, INT or QUIT that arrived, or 0 */
-    volatile int paused;            /* USR2 arrived, CONT not yet */
-    volatile int reload;            /* HUP arrived: end after the current job */
+    ev_signal signals[SIGNALS_COUNT];  /* what arrived: signal_arrival.h */
     void (*wake[VM_HOOKS_MAX])(struct vm *h);   /* after a signal: end the waits */
     int wakes;
 
@@ -131,7 +128,8 @@ void *vm_take_handle(lua_State *L, int idx, const char *type);
  * adds the details it pushes after. */
 int vm_push_error(lua_State *L, const char *message, const char *kind);
 
-/* fn(h) is called after each signal that may end a wait (see vm.quit...). */
+/* fn(h) is called after each signal that may end a wait (all but USR2), once the
+ * loop dispatches it. */
 void vm_on_wake(struct vm *h, void (*fn)(struct vm *h));
 
 /* fn(data) is called by vm_close, before the state closes, last added first. */

@@ -161,17 +161,14 @@ static int l_host_allow_waits(lua_State *L)
  * job ends, before another starts. */
 static int l_host_signals(lua_State *L)
 {
-    struct vm *h = vm_of(L);
     int quit, paused, reload;
     signal_arrival_read(&quit, &paused, &reload);
-    if (h->quit)
-        quit = h->quit;
     if (quit)
         lua_pushinteger(L, quit);
     else
         lua_pushboolean(L, 0);
     lua_pushboolean(L, paused);
-    lua_pushboolean(L, h->reload || reload);
+    lua_pushboolean(L, reload);
     return 3;
 }
 

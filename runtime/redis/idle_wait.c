@@ -6,6 +6,7 @@
 
 #include <lauxlib.h>
 
+#include "loop/signal_arrival.h"
 #include "loop/vm.h"
 #include "redis/key_slot.h"
 #include "redis/redis_binding.h"
@@ -104,13 +105,15 @@ static int l_host_wait_notify(lua_State *L)
     struct vm *h = vm_of(L);
     vm_check_wait(L);
     double seconds = luaL_checknumber(L, 1);
+    int quit, paused, reload;
+    signal_arrival_read(&quit, &paused, &reload);
     int exact = lua_toboolean(L, 2);
     luaL_checkstring(L, 3);
     if (iw.blocking)
         return luaL_error(L, "host.wait_notify: already waiting");
     /* a change came in since the caller looked, or a stop or reload signal did (it
      * would have ended the wait): no wait */
-    if (iw.invalidated || h->quit || h->reload) {
+    if (iw.invalidated || quit || reload) {
         lua_pushboolean(L, 1);
         lua_pushnil(L);
         return 2;
